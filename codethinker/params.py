@@ -1,0 +1,63 @@
+"""params.yaml access: one section per stage plus ``base`` (seed, mirror, tracking).
+
+>>> load_section("fetch", path="params.yaml")  # doctest: +SKIP
+{'sources': [...], ...}
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["ParamsError", "flatten", "load_params", "load_section", "mirror_root"]
+
+
+class ParamsError(ValueError):
+    """params.yaml is missing, malformed or lacks a section."""
+
+
+def load_params(path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ParamsError(f"{p}: params file not found (run from the project root)")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"{p}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ParamsError(f"{p}: top level must be a mapping")
+    return data
+
+
+def load_section(name: str, path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
+    """The stage's section merged over nothing else; ``base`` is available as ``section['base']``."""
+    data = load_params(path)
+    if name not in data:
+        raise ParamsError(f"{path}: no section '{name}'")
+    section = dict(data[name] or {})
+    section.setdefault("base", data.get("base", {}))
+    return section
+
+
+def mirror_root(base: dict[str, Any]) -> Path | None:
+    """The local data mirror: ``$CODETHINKER_MIRROR`` or ``base.mirror``; ``None`` when absent."""
+    raw = os.environ.get("CODETHINKER_MIRROR") or base.get("mirror")
+    if not raw:
+        return None
+    p = Path(raw).expanduser()
+    return p if p.is_dir() else None
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{'a': {'b': 1}}`` -> ``{'a.b': 1}`` (for MLflow params)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
