@@ -1,0 +1,116 @@
+"""Flow -> ConTra text: the trace, the teacher's skeleton, and the zero-shot prompt (SPEC §3).
+
+>>> from codethinker.contra.tracer import Flow
+>>> flow = Flow.from_json('{"entry": "f", "input": "1", "code": "def f(x):\\\\n    return x\\\\n",'
+...     ' "blocks": [{"start": 0, "end": 1, "weight": 1, "locals": "{\\'x\\': 1}"}], "output": "1"}')
+>>> print(render_trace(flow, ["x is 1."]))
+[TRACE]
+[CODE]
+[LINENO 0]    def f(x):
+[LINENO 1]        return x
+[/CODE]
+[THOUGHT]
+x is 1.
+[/THOUGHT]
+[LOCALS]
+{'x': 1}
+[/LOCALS]
+[RETURN]
+assert f(1) == 1
+[/RETURN]
+[/TRACE]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codethinker.contra.tracer import Flow
+
+__all__ = ["TAGS", "THOUGHT_PLACEHOLDER", "render_prompt", "render_trace", "skeleton", "vanilla_prompt"]
+
+TAGS = ("[TRACE]", "[/TRACE]", "[CODE]", "[/CODE]", "[THOUGHT]", "[/THOUGHT]", "[LOCALS]", "[/LOCALS]",
+        "[RETURN]", "[/RETURN]")
+THOUGHT_PLACEHOLDER = "<fill in: reasoning for this block>"
+
+
+def lineno_line(i: int, src: str) -> str:
+    return f"[LINENO {i}]    {src}"
+
+
+def code_listing(lines: Sequence[str]) -> str:
+    return "\n".join(lineno_line(i, s) for i, s in enumerate(lines))
+
+
+def _clean_thought(text: str) -> str:
+    """Drop lines that would read as tags: a thought can never break the structure."""
+    kept = [ln for ln in text.strip("\n").split("\n") if ln.strip() not in TAGS and not ln.startswith("[LINENO")]
+    return "\n".join(kept)
+
+
+def assertion(flow: Flow, answer: str | None = None) -> str:
+    return f"assert {flow.entry}({flow.input}) == {flow.output_text if answer is None else answer}"
+
+
+def render_trace(flow: Flow, thoughts: Sequence[str] | None = None) -> str:
+    """The ConTra trace of ``flow``; ``thoughts[i]`` fills block i (empty when omitted)."""
+    if thoughts is not None and len(thoughts) != len(flow.blocks):
+        raise ValueError(f"{len(thoughts)} thoughts for {len(flow.blocks)} blocks")
+    out = ["[TRACE]"]
+    for i, b in enumerate(flow.blocks):
+        out.append("[CODE]")
+        out.extend(lineno_line(n, flow.lines[n]) for n in range(b.start, b.end + 1))
+        out += ["[/CODE]", "[THOUGHT]"]
+        thought = _clean_thought(thoughts[i]) if thoughts is not None else ""
+        if thought:
+            out.append(thought)
+        out += ["[/THOUGHT]", "[LOCALS]", b.locals_text, "[/LOCALS]"]
+    out += ["[RETURN]", assertion(flow), "[/RETURN]", "[/TRACE]"]
+    return "\n".join(out)
+
+
+def skeleton(flow: Flow) -> str:
+    """The ground-truth trace with every ``[THOUGHT]`` left for the teacher to fill in."""
+    return render_trace(flow, [THOUGHT_PLACEHOLDER] * len(flow.blocks))
+
+
+PROMPT = """You are given a Python function and an input. Trace the execution block by block \
+and predict the output.
+
+Write a ConTra trace: the first line is [TRACE] and the last line is [/TRACE]. For each code \
+block, in execution order, write [CODE] with the block's lines exactly as numbered below \
+([LINENO X] followed by four spaces and the line), then [THOUGHT] with your reasoning, then \
+[LOCALS] with a Python dict literal of the function's local variables after the block. Finish \
+with [RETURN] holding one line `assert {entry}(...) == <output literal>`. Each tag stands \
+alone on its line.
+
+[CODE]
+{listing}
+[/CODE]
+
+Input: {entry}({input})
+"""
+
+
+def render_prompt(flow: Flow) -> list[dict[str, str]]:
+    """Zero-shot ConTra chat prompt for a flow (the model sees code and input only)."""
+    text = PROMPT.format(entry=flow.entry, listing=code_listing(flow.lines), input=flow.input)
+    return [{"role": "user", "content": text}]
+
+
+VANILLA = """You are given a Python function and an assertion containing an input to the \
+function. Complete the assertion with a literal (no unsimplified expressions, no function \
+calls) containing the output when executing the provided code on the given input. Think \
+step by step inside [THOUGHT] and [/THOUGHT], then give the full assertion inside [ANSWER] \
+and [/ANSWER].
+
+```python
+{code}
+assert {entry}({input}) == ??
+```
+"""
+
+
+def vanilla_prompt(code: str, entry: str, input_text: str) -> list[dict[str, str]]:
+    """CRUXEval-style ``assert f(x) == ??`` prompt (base models, the CodeReasoner baseline)."""
+    return [{"role": "user", "content": VANILLA.format(code=code.rstrip(), entry=entry, input=input_text)}]

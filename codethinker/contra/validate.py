@@ -1,0 +1,254 @@
+"""Strict ConTra validator (SPEC §3, paper App. D.1): text -> parsed blocks, or the first rule broken.
+
+Nothing in model output is ever executed: LOCALS and the answer are read with
+``ast.literal_eval`` only, under size caps, so hostile text (huge literals, deep nesting,
+megabytes of junk) is rejected quickly with bounded memory. Rules, as ``reason`` codes:
+
+=================  ==============================================================
+``too_long``       text (or one LOCALS / RETURN body) exceeds its size cap
+``wrapper``        first line is not ``[TRACE]`` or last line is not ``[/TRACE]``
+``tag_space``      a tag line carries leading or trailing white space
+``structure``      groups out of order, unclosed, a stray line, no block, no RETURN
+``lineno``         a code line is not ``[LINENO X]`` + four spaces + source, X >= 0
+``lineno_order``   LINENOs not consecutive, first block not at 0, or a gap between blocks
+``locals``         a LOCALS body is not a dict literal
+``return``         RETURN is not one ``assert <entry>(...) == <literal>``
+``block_count``    number of blocks differs from the ground truth
+``block_range``    a block's LINENO range differs from the ground truth
+``code``           a code line differs from the source (outer white space ignored)
+=================  ==============================================================
+
+>>> parse_trace("[TRACE]\\n[RETURN]\\nassert f(1) == 2\\n[/RETURN]\\n[/TRACE]").reason
+'structure'
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from codethinker.contra.render import TAGS
+from codethinker.contra.tracer import Flow
+from codethinker.contra.values import parse_literal
+
+__all__ = ["ParsedBlock", "Validation", "parse_trace", "prefix_score", "validate"]
+
+MAX_TRACE_CHARS = 2_000_000
+MAX_LITERAL_CHARS = 200_000
+_TAGSET = frozenset(TAGS)
+_LINENO = re.compile(r"\[LINENO (0|[1-9][0-9]{0,8})\] {4}(.*)\Z", re.S)
+
+
+@dataclass(frozen=True)
+class ParsedBlock:
+    start: int
+    end: int
+    code: tuple[str, ...]  # source lines as written after the LINENO prefix
+    thought: str
+    locals_text: str
+    locals: dict[str, Any] | None = None  # parsed lazily by the reward unless already needed
+
+
+@dataclass(frozen=True)
+class Validation:
+    ok: bool
+    reason: str | None = None
+    detail: str = ""
+    blocks: tuple[ParsedBlock, ...] = ()
+    answer: Any = None  # the literal on the right of ``==``
+    answer_text: str = ""
+    complete: bool = True  # False for an unfinished prefix (prefix_score)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Fail(Exception):
+    def __init__(self, reason: str, detail: str):
+        self.reason, self.detail = reason, detail
+
+
+class _Eof(Exception):
+    """Input ended inside a group (only an error for complete traces)."""
+
+
+def _parse_assert(line: str, entry: str | None) -> tuple[Any, str]:
+    if len(line) > MAX_LITERAL_CHARS:
+        raise _Fail("too_long", "RETURN longer than the cap")
+    try:
+        tree = ast.parse(line.strip())
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        raise _Fail("return", "RETURN is not valid Python") from None
+    ok = (
+        len(tree.body) == 1
+        and isinstance(node := tree.body[0], ast.Assert)
+        and node.msg is None
+        and isinstance(cmp := node.test, ast.Compare)
+        and len(cmp.ops) == 1
+        and isinstance(cmp.ops[0], ast.Eq)
+        and isinstance(call := cmp.left, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and (entry is None or call.func.id == entry)
+    )
+    if not ok:
+        raise _Fail("return", f"RETURN must be one `assert {entry or 'f'}(...) == <literal>`")
+    right = cmp.comparators[0]
+    try:
+        value = ast.literal_eval(right)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise _Fail("return", "the right side of == is not a literal") from None
+    return value, ast.get_source_segment(line.strip(), right) or ""
+
+
+def _scan(text: str, entry: str | None, partial: bool) -> Validation:
+    if len(text) > MAX_TRACE_CHARS:
+        return Validation(False, "too_long", f"{len(text)} characters > {MAX_TRACE_CHARS}")
+    lines = text.split("\n")
+    if not partial and len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # one trailing newline is not text outside the wrapper
+    elif partial and lines[-1] not in _TAGSET:
+        lines.pop()  # an unfinished prefix may end inside a line
+    n = len(lines)
+    blocks: list[ParsedBlock] = []
+    pos = 0
+
+    def take() -> str:
+        nonlocal pos
+        if pos >= n:
+            raise _Eof
+        line = lines[pos]
+        pos += 1
+        if line not in _TAGSET and line.strip() in _TAGSET:
+            raise _Fail("tag_space", f"line {pos}: tag with white space: {line[:40]!r}")
+        return line
+
+    def expect(tag: str) -> None:
+        got = take()
+        if got != tag:
+            raise _Fail("structure", f"line {pos}: expected {tag}, got {got[:40]!r}")
+
+    def body(close: str) -> list[str]:
+        out = []
+        while (line := take()) != close:
+            if line in _TAGSET:
+                raise _Fail("structure", f"line {pos}: {line} inside a group before {close}")
+            out.append(line)
+        return out
+
+    try:
+        first = take()
+        if first != "[TRACE]":
+            raise _Fail("wrapper", "first line must be [TRACE]")
+        if not partial and lines[-1] != "[/TRACE]":
+            raise _Fail("wrapper", "last line must be [/TRACE]")
+        next_line = 0
+        while True:
+            tag = take()
+            if tag == "[CODE]":
+                code, start = [], next_line
+                for raw in body("[/CODE]"):
+                    m = _LINENO.match(raw)
+                    if not m:
+                        raise _Fail("lineno", f"line {pos - 1}: not `[LINENO X]    source`")
+                    if int(m.group(1)) != next_line:
+                        raise _Fail("lineno_order", f"line {pos - 1}: LINENO {m.group(1)}, expected {next_line}")
+                    next_line += 1
+                    code.append(m.group(2))
+                if not code:
+                    raise _Fail("structure", f"line {pos}: empty [CODE] group")
+                expect("[THOUGHT]")
+                thought = "\n".join(body("[/THOUGHT]"))
+                expect("[LOCALS]")
+                loc_text = "\n".join(body("[/LOCALS]"))
+                if len(loc_text) > MAX_LITERAL_CHARS:
+                    raise _Fail("too_long", f"block {len(blocks)}: LOCALS longer than the cap")
+                blocks.append(ParsedBlock(start, next_line - 1, tuple(code), thought, loc_text))
+            elif tag == "[RETURN]":
+                if not blocks:
+                    raise _Fail("structure", "[RETURN] before any block")
+                ret = [ln for ln in body("[/RETURN]") if ln.strip()]
+                if len(ret) != 1:
+                    raise _Fail("return", f"RETURN holds {len(ret)} non-empty lines, expected 1")
+                value, answer_text = _parse_assert(ret[0], entry)
+                expect("[/TRACE]")
+                if pos != n:
+                    raise _Fail("wrapper", "text after [/TRACE]")
+                return Validation(True, None, "", tuple(blocks), value, answer_text)
+            else:
+                raise _Fail("structure", f"line {pos}: expected [CODE] or [RETURN], got {tag[:40]!r}")
+    except _Fail as f:
+        return Validation(False, f.reason, f.detail, tuple(blocks))
+    except _Eof:
+        if partial:
+            return Validation(True, None, "", tuple(blocks), complete=False)
+        return Validation(False, "structure", "text ended inside a group")
+
+
+def _literal_locals(block: ParsedBlock) -> dict[str, Any] | None:
+    try:
+        value = parse_literal(block.locals_text, MAX_LITERAL_CHARS)
+    except ValueError:
+        return None
+    return value if type(value) is dict else None
+
+
+def _check_truth(v: Validation, flow: Flow, partial: bool) -> Validation:
+    truth = flow.blocks
+    if not partial and len(v.blocks) != len(truth):
+        return Validation(False, "block_count", f"{len(v.blocks)} blocks, truth has {len(truth)}", v.blocks)
+    if len(v.blocks) > len(truth):
+        return Validation(False, "block_count", f"more than {len(truth)} blocks", v.blocks)
+    parsed = []
+    for i, (pb, tb) in enumerate(zip(v.blocks, truth, strict=False)):
+        if (pb.start, pb.end) != (tb.start, tb.end):
+            return Validation(False, "block_range", f"block {i}: {pb.start}-{pb.end}, truth {tb.start}-{tb.end}",
+                              v.blocks)
+        for k, src in enumerate(pb.code):
+            if src.strip() != flow.lines[pb.start + k].strip():
+                return Validation(False, "code", f"LINENO {pb.start + k} differs from the source", v.blocks)
+        if pb.locals_text == tb.locals_text:
+            loc = tb.locals
+        else:
+            loc = _literal_locals(pb)
+            if loc is None:
+                return Validation(False, "locals", f"block {i}: LOCALS is not a dict literal", v.blocks)
+        parsed.append(ParsedBlock(pb.start, pb.end, pb.code, pb.thought, pb.locals_text, loc))
+    return Validation(v.ok, None, "", tuple(parsed), v.answer, v.answer_text, v.complete)
+
+
+def parse_trace(text: str, entry: str | None = None) -> Validation:
+    """Check every rule that needs no ground truth; LOCALS are parsed and must be dicts."""
+    v = _scan(text, entry, partial=False)
+    if not v.ok:
+        return v
+    parsed = []
+    for i, pb in enumerate(v.blocks):
+        loc = _literal_locals(pb)
+        if loc is None:
+            return Validation(False, "locals", f"block {i}: LOCALS is not a dict literal", v.blocks)
+        parsed.append(ParsedBlock(pb.start, pb.end, pb.code, pb.thought, pb.locals_text, loc))
+    return Validation(True, None, "", tuple(parsed), v.answer, v.answer_text)
+
+
+def validate(text: str, flow: Flow) -> Validation:
+    """All rules of SPEC §3 against the ground-truth ``flow``; ``ok`` is the reward's ``fmt``."""
+    v = _scan(text, flow.entry, partial=False)
+    return _check_truth(v, flow, partial=False) if v.ok else v
+
+
+def prefix_score(text: str, flow: Flow, *, use_weights: bool = True) -> float:
+    """DBS's intermediate PRM score of an unfinished trace: the weight of its prefix-consistent
+    complete blocks (``-1.0`` when the prefix already breaks the format)."""
+    from codethinker.contra.values import strict_equal
+
+    v = _scan(text, flow.entry, partial=True)
+    if v.ok:
+        v = _check_truth(v, flow, partial=True)
+    if not v.ok:
+        return -1.0
+    score = 0.0
+    for pb, tb in zip(v.blocks, flow.blocks, strict=False):
+        if not strict_equal(pb.locals, tb.locals):
+            break
+        score += tb.weight if use_weights else 1
+    return score

@@ -1,0 +1,113 @@
+"""The consistency reward mechanism (CRM, SPEC §4) and the Reasoning Consistency Score.
+
+With ``fmt`` the strict validity, ``d_t`` = 1 when block t's LOCALS equal the truth, ``w_t``
+the CCW weights::
+
+    R_proc = 2 * fmt * sum_t(w_t * prod_{j<=t} d_j) / sum_t w_t
+    R_res  = 2 * fmt * [answer == output]
+    R      = alpha * R_proc + [R_proc == 2] * R_res          (in [0, 4] for alpha = 1)
+
+Ablations (paper Table 2): ``prm=False`` -> R = R_res; ``prefix=False`` -> prod replaced by
+d_t; ``gate=False`` -> R = alpha*R_proc + R_res; ``orm=False`` -> R = alpha*R_proc;
+``ccw=False`` -> w_t = 1. The paper's "w/o RCC" is read as ``gate=False`` (docs/decisions.md).
+RCS = share of blocks before the first wrong one (0 when the format is broken).
+
+>>> from codethinker.contra.tracer import Flow
+>>> from codethinker.contra.render import render_trace
+>>> flow = Flow.from_json('{"entry": "f", "input": "1", "code": "def f(x):\\\\n    return x\\\\n",'
+...     ' "blocks": [{"start": 0, "end": 1, "weight": 1, "locals": "{\\'x\\': 1}"}], "output": "1"}')
+>>> crm_reward([render_trace(flow), "junk"], [flow, flow])
+[4.0, 0.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from codethinker.contra.tracer import Flow
+from codethinker.contra.validate import validate
+from codethinker.contra.values import strict_equal
+
+__all__ = ["CRMConfig", "compute_score", "crm_reward", "crm_score", "rcs"]
+
+
+@dataclass(frozen=True)
+class CRMConfig:
+    prm: bool = field(default=True, metadata={"help": "Pay the process reward R_proc (w/o PRM: R = R_res)."})
+    prefix: bool = field(default=True, metadata={"help": "Prefix consistency: nothing counts after the "
+                                                          "first wrong block (off: each block on its own)."})
+    gate: bool = field(default=True, metadata={"help": "Pay R_res only when R_proc == 2 (off: always)."})
+    orm: bool = field(default=True, metadata={"help": "Pay the result reward R_res (w/o ORM: R = alpha*R_proc)."})
+    ccw: bool = field(default=True, metadata={"help": "Weight blocks by cyclomatic complexity (off: w_t = 1)."})
+    alpha: float = field(default=1.0, metadata={"help": "Weight of R_proc in R."})
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> CRMConfig:
+        d = dict(d or {})
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown CRM switches: {sorted(unknown)}")
+        return cls(**d)
+
+
+def rcs(deltas: Sequence[int]) -> float:
+    """Share of blocks before the first wrong one: ``rcs([1, 1, 0, 1]) == 0.5``."""
+    if not deltas:
+        return 0.0
+    k = 0
+    for d in deltas:
+        if not d:
+            break
+        k += 1
+    return k / len(deltas)
+
+
+def crm_score(solution_str: str, flow: Flow, config: CRMConfig = CRMConfig()) -> dict[str, Any]:
+    """Score one rollout; returns ``fmt, deltas, r_proc, r_res, reward, rcs, reason``."""
+    v = validate(solution_str, flow)
+    n = len(flow.blocks)
+    if not v.ok:
+        return {"fmt": 0, "deltas": [0] * n, "r_proc": 0.0, "r_res": 0.0, "reward": 0.0, "rcs": 0.0,
+                "reason": v.reason, "answer_ok": 0}
+    deltas = [int(strict_equal(pb.locals, tb.locals)) for pb, tb in zip(v.blocks, flow.blocks, strict=True)]
+    weights = flow.weights if config.ccw else [1] * n
+    total, prod = 0.0, 1
+    for d, w in zip(deltas, weights, strict=True):
+        prod = prod * d if config.prefix else d
+        total += w * prod
+    r_proc = 2.0 * total / sum(weights)
+    answer_ok = int(strict_equal(v.answer, flow.output))
+    r_res = 2.0 * answer_ok
+    full = r_proc == 2.0
+    if not config.prm:
+        reward = r_res if config.orm else 0.0
+    else:
+        reward = config.alpha * r_proc
+        if config.orm and (full or not config.gate):
+            reward += r_res
+    return {"fmt": 1, "deltas": deltas, "r_proc": r_proc, "r_res": r_res, "reward": reward,
+            "rcs": rcs(deltas), "reason": None, "answer_ok": answer_ok}
+
+
+def crm_reward(completions: Sequence[str], truths: Sequence[Flow | str], config: CRMConfig = CRMConfig(),
+               **_: Any) -> list[float]:
+    """Batched pure reward (TRL style): one float per completion; truths as Flow or truth JSON."""
+    flows = [t if isinstance(t, Flow) else Flow.from_json(t) for t in truths]
+    return [crm_score(c, f, config)["reward"] for c, f in zip(completions, flows, strict=True)]
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
+                  ) -> dict[str, Any]:
+    """verl's reward entry point: ``score`` plus its parts. ``extra_info["crm"]`` may carry switches."""
+    config = CRMConfig.from_dict((extra_info or {}).get("crm"))
+    out = crm_score(solution_str, Flow.from_json(ground_truth), config)
+    result = {k: v for k, v in out.items() if k not in ("deltas", "reason")}
+    result["score"] = out["reward"]
+    result["n_blocks"] = len(out["deltas"])
+    return result
+
+
+def config_dict(config: CRMConfig) -> dict[str, Any]:
+    return asdict(config)

@@ -1,0 +1,113 @@
+"""ExecVerify's white-box reward (SPEC §8), a baseline: ``2 * ((1 - a) * io + a * wb_acc)``, paid
+only when the final assertion passes (a = 0.5).
+
+The project's reading (docs/decisions.md): questions are data-flow questions built
+deterministically from the ground-truth flow, "value of ``v`` after LINENO L" and "type of
+``v`` after LINENO L" for the variables each block changes (at most ``k`` questions). Each is
+scored on its own, with no prefix consistency; that is the property the paper contrasts with CRM.
+ExecVerify's control-flow questions (next executed line) need line-level traces, which the
+truth JSON does not carry.
+
+Rollout format: vanilla tracing plus a ``[WHITEBOX]`` group of ``Qi: <answer>`` lines::
+
+    [THOUGHT]
+    ...
+    [/THOUGHT]
+    [WHITEBOX]
+    Q1: 3
+    Q2: int
+    [/WHITEBOX]
+    [ANSWER]
+    assert f(1) == 3
+    [/ANSWER]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from codethinker.contra.tracer import Flow
+from codethinker.contra.values import parse_literal, strict_equal
+from codethinker.rewards.orm import parse_vanilla
+
+__all__ = ["Question", "compute_score", "whitebox_questions", "whitebox_reward", "whitebox_score"]
+
+_GROUP = re.compile(r"^\[WHITEBOX\]\n(.*?)^\[/WHITEBOX\]\n", re.S | re.M)
+_ANSWER = re.compile(r"Q(\d{1,3}):[ \t]*(.*)\Z")
+
+
+@dataclass(frozen=True)
+class Question:
+    qid: int
+    text: str
+    kind: str  # "value" | "type"
+    answer: Any
+
+
+def whitebox_questions(flow: Flow, k: int = 6) -> list[Question]:
+    """Up to ``k`` questions: value and type of each variable a block changes, in block order."""
+    out: list[Question] = []
+    prev: dict[str, Any] = {}
+    for b in flow.blocks:
+        for name, value in b.locals.items():
+            if name in prev and strict_equal(prev[name], value):
+                continue
+            for kind in ("value", "type"):
+                if len(out) >= k:
+                    return out
+                ans = value if kind == "value" else type(value).__name__
+                out.append(Question(len(out) + 1, f"What is the {kind} of `{name}` after LINENO {b.end}?", kind, ans))
+        prev = b.locals
+    return out
+
+
+def _answers(text: str) -> tuple[str, dict[int, str]]:
+    """Split off the ``[WHITEBOX]`` group; return the remaining vanilla text and the answers."""
+    m = _GROUP.search(text)
+    if not m:
+        return text, {}
+    answers: dict[int, str] = {}
+    for line in m.group(1).split("\n"):
+        a = _ANSWER.match(line.strip())
+        if a:
+            answers.setdefault(int(a.group(1)), a.group(2).strip())
+    return text[: m.start()] + text[m.end() :], answers
+
+
+def whitebox_score(solution_str: str, flow: Flow, a: float = 0.5, k: int = 6) -> dict[str, Any]:
+    rest, answers = _answers(solution_str)
+    fmt, answer, reason = parse_vanilla(rest, flow.entry)
+    io = int(fmt and strict_equal(answer, flow.output))
+    qs = whitebox_questions(flow, k)
+    correct = 0
+    for q in qs:
+        given = answers.get(q.qid)
+        if given is None:
+            continue
+        if q.kind == "type":
+            correct += int(given == q.answer)
+        else:
+            try:
+                correct += int(strict_equal(parse_literal(given, 100_000), q.answer))
+            except ValueError:
+                pass
+    wb_acc = correct / len(qs) if qs else 0.0
+    reward = 2.0 * ((1 - a) * io + a * wb_acc) if io else 0.0
+    return {"fmt": int(fmt), "deltas": [0] * len(flow.blocks), "r_proc": 2.0 * wb_acc, "r_res": 2.0 * io,
+            "reward": reward, "rcs": 0.0, "reason": reason, "answer_ok": io, "wb_acc": wb_acc}
+
+
+def whitebox_reward(completions: Sequence[str], truths: Sequence[Flow | str], **_: Any) -> list[float]:
+    """Batched pure reward: one float per completion."""
+    flows = [t if isinstance(t, Flow) else Flow.from_json(t) for t in truths]
+    return [whitebox_score(c, f)["reward"] for c, f in zip(completions, flows, strict=True)]
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
+                  ) -> dict[str, Any]:
+    """verl's reward entry point."""
+    out = whitebox_score(solution_str, Flow.from_json(ground_truth))
+    return {"score": out["reward"], "fmt": out["fmt"], "answer_ok": out["answer_ok"], "wb_acc": out["wb_acc"]}

@@ -1,0 +1,104 @@
+"""A tiny random Qwen2 causal LM with the real Qwen2 tokenizer: the default profile's policy.
+
+It exists so the whole pipeline (SFT, GRPO, vLLM rollouts, evaluation) runs on two CPU cores
+without a model hub. Shape constraints come from vLLM's CPU build: head dimension >= 64
+(``hidden_size / num_attention_heads``). The chat template is Qwen2's plain ChatML.
+
+>>> build_tiny_model(Path("models/base"), Path("../shared/models/qwen2-tokenizer"))  # doctest: +SKIP
+PosixPath('models/base')
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CHATML_TEMPLATE", "TinyShape", "build_tiny_model"]
+
+# Qwen2's ChatML, without Qwen2.5-Instruct's default system prompt.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+@dataclass
+class TinyShape:
+    hidden_size: int = field(default=128, metadata={"help": "model width; hidden/heads must be >= 64"})
+    num_attention_heads: int = field(default=2, metadata={"help": "query heads"})
+    num_key_value_heads: int = field(default=2, metadata={"help": "key/value heads (GQA when fewer)"})
+    num_hidden_layers: int = field(default=2, metadata={"help": "decoder layers"})
+    intermediate_size: int = field(default=256, metadata={"help": "MLP width"})
+    max_position_embeddings: int = field(default=4096, metadata={"help": "context length"})
+    vocab_size: int | None = field(default=None, metadata={"help": "None: the tokenizer's length"})
+    tie_word_embeddings: bool = field(default=True, metadata={"help": "share input/output embeddings"})
+
+    def check(self) -> None:
+        head_dim = self.hidden_size // self.num_attention_heads
+        if head_dim < 64 or self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"head dim {self.hidden_size}/{self.num_attention_heads} must be an integer >= 64 "
+                "(vLLM's CPU attention kernels reject smaller heads)"
+            )
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
+
+
+def load_tokenizer(tokenizer_dir: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    if not getattr(tok, "chat_template", None):
+        tok.chat_template = CHATML_TEMPLATE
+    if tok.pad_token is None:
+        tok.pad_token = "<|endoftext|>"
+    return tok
+
+
+def build_tiny_model(out_dir: Path, tokenizer_dir: Path, seed: int = 0, **shape: Any) -> Path:
+    """Write a random-weight Qwen2ForCausalLM + tokenizer + ChatML template into ``out_dir``.
+
+    ``shape`` overrides :class:`TinyShape` fields. Deterministic for a given seed. Returns ``out_dir``.
+    """
+    import torch
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spec = TinyShape(**shape)
+    spec.check()
+    tok = load_tokenizer(Path(tokenizer_dir))
+    tok.chat_template = CHATML_TEMPLATE
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    eot = tok.convert_tokens_to_ids("<|endoftext|>")
+    vocab = spec.vocab_size or len(tok)
+    cfg = Qwen2Config(
+        vocab_size=vocab,
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_hidden_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads,
+        max_position_embeddings=spec.max_position_embeddings,
+        tie_word_embeddings=spec.tie_word_embeddings,
+        bos_token_id=eot,
+        eos_token_id=im_end,
+        pad_token_id=eot,
+        use_sliding_window=False,
+        torch_dtype="float32",
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(cfg).to(torch.float32)
+    model.generation_config = GenerationConfig(
+        bos_token_id=eot, eos_token_id=[im_end, eot], pad_token_id=eot, do_sample=True
+    )
+    model.save_pretrained(str(out_dir), safe_serialization=True)
+    tok.save_pretrained(str(out_dir))
+    meta: dict[str, Any] = {"seed": seed, "shape": asdict(spec), "vocab_size": vocab,
+                            "tokenizer_dir": str(tokenizer_dir)}
+    (out_dir / "bootstrap.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return out_dir
