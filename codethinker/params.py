@@ -12,7 +12,9 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ParamsError", "flatten", "load_params", "load_section", "mirror_root"]
+__all__ = ["PROFILES", "ParamsError", "by_profile", "flatten", "load_params", "load_section", "mirror_root"]
+
+PROFILES = ("default", "full")
 
 
 class ParamsError(ValueError):
@@ -61,3 +63,23 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+def by_profile(value: Any, base: dict[str, Any]) -> Any:
+    """A parameter that differs by ``base.profile``: ``{default: 300, full: null}`` -> the current one.
+
+    Any other value is returned as it is.
+
+    >>> by_profile({"default": 300, "full": None}, {"profile": "full"}) is None
+    True
+    >>> by_profile(15, {"profile": "default"})
+    15
+    """
+    if not (isinstance(value, dict) and value and set(value) <= set(PROFILES)):
+        return value
+    profile = base.get("profile", "default")
+    if profile not in PROFILES:
+        raise ParamsError(f"base.profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    if profile not in value:
+        raise ParamsError(f"parameter {value!r} has no value for profile {profile!r}")
+    return value[profile]

@@ -24,6 +24,8 @@ from codethinker.contra.normalize import Normalized, find_entry
 
 __all__ = ["BlockSpec", "ccw", "split_blocks"]
 
+_DECISIONS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.ExceptHandler, ast.match_case)
+
 
 @dataclass(frozen=True)
 class BlockSpec:
@@ -37,9 +39,7 @@ def ccw(nodes: list[ast.stmt]) -> int:
     points = 0
     for top in nodes:
         for node in ast.walk(top):
-            if isinstance(node, ast.If | ast.For | ast.AsyncFor | ast.While | ast.IfExp):
-                points += 1
-            elif isinstance(node, ast.ExceptHandler | ast.match_case):
+            if isinstance(node, _DECISIONS):
                 points += 1
             elif isinstance(node, ast.BoolOp):
                 points += len(node.values) - 1

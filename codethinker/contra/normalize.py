@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 __all__ = ["NormalizeError", "Normalized", "find_entry", "normalize_source"]
 
+_STRING_TOKENS = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+
 
 class NormalizeError(ValueError):
     """The program cannot be normalized (syntax error, no entry function, ...)."""
@@ -51,9 +53,7 @@ def _string_interior_lines(source: str) -> set[int]:
     keep: set[int] = set()
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
-                keep.update(range(tok.start[0] + 1, tok.end[0] + 1))
-            elif tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1) and tok.end[0] > tok.start[0]:
+            if tok.type in _STRING_TOKENS and tok.end[0] > tok.start[0]:
                 keep.update(range(tok.start[0] + 1, tok.end[0] + 1))
     except (tokenize.TokenError, SyntaxError, IndentationError) as exc:
         raise NormalizeError(f"cannot tokenize: {exc}") from None

@@ -29,8 +29,18 @@ from codethinker.contra.tracer import Flow
 
 __all__ = ["TAGS", "THOUGHT_PLACEHOLDER", "render_prompt", "render_trace", "skeleton", "vanilla_prompt"]
 
-TAGS = ("[TRACE]", "[/TRACE]", "[CODE]", "[/CODE]", "[THOUGHT]", "[/THOUGHT]", "[LOCALS]", "[/LOCALS]",
-        "[RETURN]", "[/RETURN]")
+TAGS = (
+    "[TRACE]",
+    "[/TRACE]",
+    "[CODE]",
+    "[/CODE]",
+    "[THOUGHT]",
+    "[/THOUGHT]",
+    "[LOCALS]",
+    "[/LOCALS]",
+    "[RETURN]",
+    "[/RETURN]",
+)
 THOUGHT_PLACEHOLDER = "<fill in: reasoning for this block>"
 
 

@@ -72,8 +72,7 @@ class Flow:
             "input": self.input,
             "code": "\n".join(self.lines) + "\n",
             "blocks": [
-                {"start": b.start, "end": b.end, "weight": b.weight, "locals": b.locals_text}
-                for b in self.blocks
+                {"start": b.start, "end": b.end, "weight": b.weight, "locals": b.locals_text} for b in self.blocks
             ],
             "output": self.output_text,
         }

@@ -201,8 +201,9 @@ def _check_truth(v: Validation, flow: Flow, partial: bool) -> Validation:
     parsed = []
     for i, (pb, tb) in enumerate(zip(v.blocks, truth, strict=False)):
         if (pb.start, pb.end) != (tb.start, tb.end):
-            return Validation(False, "block_range", f"block {i}: {pb.start}-{pb.end}, truth {tb.start}-{tb.end}",
-                              v.blocks)
+            return Validation(
+                False, "block_range", f"block {i}: {pb.start}-{pb.end}, truth {tb.start}-{tb.end}", v.blocks
+            )
         for k, src in enumerate(pb.code):
             if src.strip() != flow.lines[pb.start + k].strip():
                 return Validation(False, "code", f"LINENO {pb.start + k} differs from the source", v.blocks)

@@ -106,7 +106,7 @@ def strict_equal(a: Any, b: Any) -> bool:
     if ta is complex:
         return strict_equal(a.real, b.real) and strict_equal(a.imag, b.imag)
     if ta is list or ta is tuple:
-        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b, strict=False))
     if ta is dict:
         if len(a) != len(b):
             return False

@@ -36,8 +36,12 @@ __all__ = ["CRMConfig", "compute_score", "crm_reward", "crm_score", "rcs"]
 @dataclass(frozen=True)
 class CRMConfig:
     prm: bool = field(default=True, metadata={"help": "Pay the process reward R_proc (w/o PRM: R = R_res)."})
-    prefix: bool = field(default=True, metadata={"help": "Prefix consistency: nothing counts after the "
-                                                          "first wrong block (off: each block on its own)."})
+    prefix: bool = field(
+        default=True,
+        metadata={
+            "help": "Prefix consistency: nothing counts after the first wrong block (off: each block on its own)."
+        },
+    )
     gate: bool = field(default=True, metadata={"help": "Pay R_res only when R_proc == 2 (off: always)."})
     orm: bool = field(default=True, metadata={"help": "Pay the result reward R_res (w/o ORM: R = alpha*R_proc)."})
     ccw: bool = field(default=True, metadata={"help": "Weight blocks by cyclomatic complexity (off: w_t = 1)."})
@@ -69,8 +73,16 @@ def crm_score(solution_str: str, flow: Flow, config: CRMConfig = CRMConfig()) ->
     v = validate(solution_str, flow)
     n = len(flow.blocks)
     if not v.ok:
-        return {"fmt": 0, "deltas": [0] * n, "r_proc": 0.0, "r_res": 0.0, "reward": 0.0, "rcs": 0.0,
-                "reason": v.reason, "answer_ok": 0}
+        return {
+            "fmt": 0,
+            "deltas": [0] * n,
+            "r_proc": 0.0,
+            "r_res": 0.0,
+            "reward": 0.0,
+            "rcs": 0.0,
+            "reason": v.reason,
+            "answer_ok": 0,
+        }
     deltas = [int(strict_equal(pb.locals, tb.locals)) for pb, tb in zip(v.blocks, flow.blocks, strict=True)]
     weights = flow.weights if config.ccw else [1] * n
     total, prod = 0.0, 1
@@ -87,19 +99,29 @@ def crm_score(solution_str: str, flow: Flow, config: CRMConfig = CRMConfig()) ->
         reward = config.alpha * r_proc
         if config.orm and (full or not config.gate):
             reward += r_res
-    return {"fmt": 1, "deltas": deltas, "r_proc": r_proc, "r_res": r_res, "reward": reward,
-            "rcs": rcs(deltas), "reason": None, "answer_ok": answer_ok}
+    return {
+        "fmt": 1,
+        "deltas": deltas,
+        "r_proc": r_proc,
+        "r_res": r_res,
+        "reward": reward,
+        "rcs": rcs(deltas),
+        "reason": None,
+        "answer_ok": answer_ok,
+    }
 
 
-def crm_reward(completions: Sequence[str], truths: Sequence[Flow | str], config: CRMConfig = CRMConfig(),
-               **_: Any) -> list[float]:
+def crm_reward(
+    completions: Sequence[str], truths: Sequence[Flow | str], config: CRMConfig = CRMConfig(), **_: Any
+) -> list[float]:
     """Batched pure reward (TRL style): one float per completion; truths as Flow or truth JSON."""
     flows = [t if isinstance(t, Flow) else Flow.from_json(t) for t in truths]
     return [crm_score(c, f, config)["reward"] for c, f in zip(completions, flows, strict=True)]
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
-                  ) -> dict[str, Any]:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
+) -> dict[str, Any]:
     """verl's reward entry point: ``score`` plus its parts. ``extra_info["crm"]`` may carry switches."""
     config = CRMConfig.from_dict((extra_info or {}).get("crm"))
     out = crm_score(solution_str, Flow.from_json(ground_truth), config)

@@ -58,8 +58,16 @@ def orm_score(solution_str: str, flow: Flow) -> dict[str, Any]:
         fmt, answer, reason = parse_vanilla(solution_str, flow.entry)
     answer_ok = int(fmt and strict_equal(answer, flow.output))
     r_res = 2.0 * answer_ok
-    return {"fmt": int(fmt), "deltas": [0] * len(flow.blocks), "r_proc": 0.0, "r_res": r_res,
-            "reward": r_res, "rcs": 0.0, "reason": reason, "answer_ok": answer_ok}
+    return {
+        "fmt": int(fmt),
+        "deltas": [0] * len(flow.blocks),
+        "r_proc": 0.0,
+        "r_res": r_res,
+        "reward": r_res,
+        "rcs": 0.0,
+        "reason": reason,
+        "answer_ok": answer_ok,
+    }
 
 
 def orm_reward(completions: Sequence[str], truths: Sequence[Flow | str], **_: Any) -> list[float]:
@@ -68,8 +76,9 @@ def orm_reward(completions: Sequence[str], truths: Sequence[Flow | str], **_: An
     return [orm_score(c, f)["reward"] for c, f in zip(completions, flows, strict=True)]
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
-                  ) -> dict[str, Any]:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
+) -> dict[str, Any]:
     """verl's reward entry point."""
     out = orm_score(solution_str, Flow.from_json(ground_truth))
     return {"score": out["reward"], "fmt": out["fmt"], "r_res": out["r_res"], "answer_ok": out["answer_ok"]}

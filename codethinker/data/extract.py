@@ -1,0 +1,390 @@
+"""Static filter (funnel step 1): a LeetCode ``class Solution`` method -> a plain function ``f``.
+
+A method that does not need ``self`` becomes a module-level ``def f(...)``; everything else is
+dropped with a reason (:class:`Drop`). The rewrite keeps the original text of the body (its
+formatting, names and line structure) and changes only:
+
+- the ``def`` line: renamed to ``f``, ``self`` removed, type hints removed (they are kept in
+  the record for input generation, so the program needs no ``typing`` import);
+- comments, blank lines and docstrings (of ``f`` and of nested functions) are removed;
+- the body is dedented one level;
+- recursive calls ``self.<method>`` become ``f``, **only** where that is safe: the name ``f``
+  must name nothing else anywhere in the method (no parameter, local, nested function,
+  comprehension variable, import, global); otherwise the method is dropped (``rename_clash``);
+- the module-level names the function uses from LeetCodeDataset's import preamble
+  (``from collections import *`` ...) become explicit import lines above ``def f``
+  (``from collections import Counter``); a builtin shadowed by the preamble (``pow`` by
+  ``from math import *``) stays the builtin.
+
+The result is checked: it must parse to exactly the AST expected from the transformation
+above (``rewrite_mismatch`` otherwise), so no rewrite can change what the program does.
+
+>>> src = "class Solution:\\n    def add(self, a: int, b: int) -> int:\\n        # sum\\n        return a + b\\n"
+>>> print(extract_function(src, "Solution().add", "", min_lines=1).code, end="")
+def f(a, b):
+    return a + b
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import importlib
+import io
+import re
+import symtable
+import sys
+import tokenize
+from dataclasses import dataclass, field
+
+from codethinker.contra.normalize import NormalizeError, normalize_source
+
+__all__ = ["DROP_REASONS", "Drop", "Extracted", "extract_function", "preamble_names"]
+
+DROP_REASONS = {
+    "syntax_error": "the solution does not parse",
+    "bad_entry_point": "entry_point is not Solution().<method>",
+    "entry_not_found": "class Solution has no such method",
+    "decorated_method": "the method has a decorator other than @staticmethod",
+    "uses_self": "the method reads or writes self (state, class attributes)",
+    "needs_other_methods": "the method calls other methods of Solution",
+    "needs_helper_class": "the method needs ListNode/TreeNode or another helper class",
+    "needs_module_code": "the method needs module-level code of the solution",
+    "third_party_module": "the method imports a module outside the standard library",
+    "undefined_name": "the method uses a name nothing defines",
+    "rename_clash": "self-recursion cannot be renamed to f safely (f names something else)",
+    "rewrite_mismatch": "the rewritten text would not be the same program",
+    "too_short": "fewer than min_lines lines after stripping",
+}
+
+
+class Drop(Exception):
+    def __init__(self, reason: str, detail: str = ""):
+        assert reason in DROP_REASONS, reason
+        self.reason, self.detail = reason, detail
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
+@dataclass
+class Extracted:
+    code: str  # import lines + def f(...)
+    params: list[str]
+    annotations: dict[str, str] = field(default_factory=dict)  # parameter -> type hint source
+    returns: str | None = None
+    n_lines: int = 0  # lines of def f after normalization
+    recursive: bool = False
+
+
+_ENTRY = re.compile(r"^Solution\(\)\.([A-Za-z_]\w*)$")
+_BUILTINS = set(dir(builtins))
+
+
+def _star_names(module: str) -> list[str]:
+    mod = importlib.import_module(module)
+    names = getattr(mod, "__all__", None)
+    return list(names) if names is not None else [n for n in dir(mod) if not n.startswith("_")]
+
+
+def preamble_names(preamble: str) -> dict[str, tuple[str, str, str]]:
+    """What each module-level name of a preamble is: ``name -> (kind, module_or_text, original)``.
+
+    kind is ``from`` (``from module import original as name``), ``import``, ``assign``
+    (the statement's text) or ``class``/``def`` (helpers that are not extracted).
+    """
+    out: dict[str, tuple[str, str, str]] = {}
+    try:
+        tree = ast.parse(preamble)
+    except SyntaxError:
+        return out
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                if alias.name == "*":
+                    if node.module.split(".")[0] in sys.stdlib_module_names:
+                        out.update({n: ("from", node.module, n) for n in _star_names(node.module)})
+                else:
+                    out[alias.asname or alias.name] = ("from", node.module, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                out[alias.asname or alias.name.split(".")[0]] = ("import", alias.name, alias.asname or "")
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = ("assign", ast.unparse(node), node.targets[0].id)
+        elif isinstance(node, ast.ClassDef | ast.FunctionDef):
+            out[node.name] = ("class" if isinstance(node, ast.ClassDef) else "def", node.name, node.name)
+    return out
+
+
+_PREAMBLE_CACHE: dict[str, dict[str, tuple[str, str, str]]] = {}
+
+
+def _bound_names(fn: ast.AST) -> set[str]:
+    """Every name bound anywhere inside ``fn`` (parameters included)."""
+    names: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            names.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return names
+
+
+def _docstring_stmt(body: list[ast.stmt]) -> ast.Expr | None:
+    if (
+        len(body) > 1
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        return body[0]
+    return None
+
+
+class _Expected(ast.NodeTransformer):
+    """The AST the rewritten text must have: docstrings gone, ``self.<entry>`` -> ``f``."""
+
+    def __init__(self, self_name: str | None, entry: str, name: str):
+        self.self_name, self.entry, self.name = self_name, entry, name
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        if _docstring_stmt(node.body) is not None:
+            node.body = node.body[1:]
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        v = node.value
+        if isinstance(v, ast.Name) and v.id == self.self_name and node.attr == self.entry:
+            return ast.Name(id=self.name, ctx=ast.Load())
+        self.generic_visit(node)
+        return node
+
+
+def _strip_annotations(args: ast.arguments) -> ast.arguments:
+    args = copy.deepcopy(args)
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if a is not None:
+            a.annotation = None
+            a.type_comment = None
+    return args
+
+
+def _dump(node: ast.AST) -> str:
+    return ast.dump(node, include_attributes=False)
+
+
+def _byte_to_char(line: str, col: int) -> int:
+    return len(line.encode("utf-8")[:col].decode("utf-8", errors="replace"))
+
+
+def _source_lines(src: str, method: ast.FunctionDef, sites: list[ast.Attribute], name: str) -> list[str]:
+    """The method's body lines: comments, blank lines and docstrings removed, sites renamed, dedented."""
+    lines = src.split("\n")
+    interior: set[int] = set()  # 1-based lines inside a multi-line string (after its first line)
+    comments: dict[int, int] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+            interior.update(range(tok.start[0] + 1, tok.end[0] + 1))
+        elif tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.start[1]
+    drop: set[int] = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.FunctionDef) and (doc := _docstring_stmt(node.body)) is not None:
+            assert doc.end_lineno is not None
+            drop.update(range(doc.lineno, doc.end_lineno + 1))
+    by_line: dict[int, list[ast.Attribute]] = {}
+    for s in sites:
+        if s.end_lineno != s.lineno:
+            raise Drop("rewrite_mismatch", "a self.<method> reference spans lines")
+        by_line.setdefault(s.lineno, []).append(s)
+    indent = method.col_offset
+    out: list[str] = []
+    assert method.end_lineno is not None
+    for i in range(method.body[0].lineno, method.end_lineno + 1):
+        line = lines[i - 1]
+        if i in drop:
+            continue
+        raw = line
+        if i in comments:
+            line = line[: comments[i]].rstrip()
+        for s in sorted(by_line.get(i, []), key=lambda n: -n.col_offset):
+            a, b = _byte_to_char(raw, s.col_offset), _byte_to_char(raw, s.end_col_offset or 0)
+            line = line[:a] + name + line[b:]
+        if i in interior:  # inside a multi-line string: kept as it is (not dedented)
+            out.append(line)
+            continue
+        line = line.rstrip()
+        if not line.strip():
+            continue
+        lead = len(line) - len(line.lstrip(" "))
+        out.append(line[min(lead, indent) :])
+    return out
+
+
+def extract_function(
+    completion: str, entry_point: str, preamble: str, *, min_lines: int = 5, name: str = "f"
+) -> Extracted:
+    """Rewrite the Solution method named by ``entry_point`` as ``def f``; raises :class:`Drop`."""
+    m = _ENTRY.match(entry_point.strip())
+    if not m:
+        raise Drop("bad_entry_point", entry_point)
+    entry = m.group(1)
+    try:
+        tree = ast.parse(completion)
+    except (SyntaxError, ValueError) as exc:
+        raise Drop("syntax_error", str(exc)) from None
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Solution"]
+    methods = [n for c in classes[-1:] for n in c.body if getattr(n, "name", None) == entry]
+    if not methods or not isinstance(methods[-1], ast.FunctionDef):
+        raise Drop("entry_not_found", entry)
+    method = methods[-1]
+    cls = classes[-1]
+    static = False
+    for d in method.decorator_list:
+        if isinstance(d, ast.Name) and d.id == "staticmethod":
+            static = True
+        else:
+            raise Drop("decorated_method", ast.unparse(d))
+    all_args = [*method.args.posonlyargs, *method.args.args]
+    self_name = None if static else (all_args[0].arg if all_args else None)
+    if not static and self_name is None:
+        raise Drop("uses_self", "the method has no self parameter")
+    # self: only ``self.<entry>`` (recursion) is allowed.
+    parents = {child: node for node in ast.walk(method) for child in ast.iter_child_nodes(node)}
+    sites: list[ast.Attribute] = []
+    other_methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    if self_name is not None:
+        if self_name in _bound_names(ast.Module(body=method.body, type_ignores=[])):
+            raise Drop("uses_self", f"'{self_name}' is rebound inside the method")
+        for node in ast.walk(method):
+            if not (isinstance(node, ast.Name) and node.id == self_name):
+                continue
+            par = parents.get(node)
+            if isinstance(par, ast.Attribute) and isinstance(par.ctx, ast.Load) and par.attr == entry:
+                sites.append(par)
+            elif isinstance(par, ast.Attribute) and par.attr in other_methods:
+                raise Drop("needs_other_methods", f"{self_name}.{par.attr}")
+            else:
+                raise Drop("uses_self", ast.unparse(par) if isinstance(par, ast.Attribute) else self_name)
+    if sites and name in _bound_names(method) | {
+        n.id for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == name
+    }:
+        raise Drop("rename_clash", f"'{name}' already names something inside the method")
+
+    # Signature without self and without type hints; hints kept for input generation.
+    params_args = copy.deepcopy(method.args)
+    if self_name is not None:
+        if params_args.posonlyargs:
+            params_args.posonlyargs = params_args.posonlyargs[1:]
+        else:
+            params_args.args = params_args.args[1:]
+    pos = [*params_args.posonlyargs, *params_args.args]
+    annotations = {a.arg: ast.unparse(a.annotation) for a in pos if a.annotation is not None}
+    returns = ast.unparse(method.returns) if method.returns is not None else None
+    stripped = _strip_annotations(params_args)
+    header = f"def {name}({ast.unparse(stripped)}):"
+    try:
+        body_lines = _source_lines(completion, method, sites, name)
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise Drop("syntax_error", str(exc)) from None
+
+    # Module-level names: from the solution's own module code, else from the preamble.
+    fn_text = "\n".join([header, *body_lines]) + "\n"
+    try:
+        new_tree = ast.parse(fn_text)
+    except (SyntaxError, ValueError) as exc:
+        raise Drop("rewrite_mismatch", f"rewritten text does not parse: {exc}") from None
+    expected = _Expected(self_name, entry, name).visit(copy.deepcopy(method))
+    expected.name, expected.args, expected.returns, expected.decorator_list = name, stripped, None, []
+    if _dump(new_tree.body[0]) != _dump(expected):
+        raise Drop("rewrite_mismatch", "the rewritten function differs from the original")
+    imports = _imports_for(fn_text, tree, preamble, name)
+    code = "".join(line + "\n" for line in imports) + fn_text
+    # Hints that name anything but typing / builtins mean helper classes (ListNode, TreeNode, ...).
+    for hint in [*annotations.values(), returns or ""]:
+        for n in re.findall(r"[A-Za-z_]\w*", hint):
+            if n not in _BUILTINS and not hasattr(importlib.import_module("typing"), n):
+                raise Drop("needs_helper_class", f"type hint names {n}")
+    try:
+        norm = normalize_source(code, name)
+    except NormalizeError as exc:
+        raise Drop("rewrite_mismatch", str(exc)) from None
+    n_lines = len(norm.lines) - len(imports)
+    if n_lines < min_lines:
+        raise Drop("too_short", f"{n_lines} lines")
+    return Extracted(code, [a.arg for a in pos], annotations, returns, n_lines, bool(sites))
+
+
+def _module_globals(text: str, name: str) -> set[str]:
+    """Names the function ``name`` (and its nested scopes) reads from module level."""
+    table = symtable.symtable(text, "<f>", "exec")
+    out: set[str] = set()
+    stack = [c for c in table.get_children() if c.get_name() == name]
+    while stack:
+        t = stack.pop()
+        out.update(s.get_name() for s in t.get_symbols() if s.is_global() and s.is_referenced())
+        stack.extend(t.get_children())
+    return out - {name}
+
+
+def _imports_for(fn_text: str, tree: ast.Module, preamble: str, name: str) -> list[str]:
+    if preamble not in _PREAMBLE_CACHE:
+        _PREAMBLE_CACHE[preamble] = preamble_names(preamble)
+    table = dict(_PREAMBLE_CACHE[preamble])
+    module_code: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                mod = node.module if isinstance(node, ast.ImportFrom) else alias.name
+                if alias.name == "*":
+                    raise Drop("needs_module_code", f"from {mod} import *")
+                local = (alias.asname or alias.name).split(".")[0]
+                if (mod or "").split(".")[0] not in sys.stdlib_module_names:
+                    module_code[local] = "third_party"
+                elif isinstance(node, ast.ImportFrom):
+                    table[local] = ("from", mod or "", alias.name)
+                else:
+                    table[local] = ("import", alias.name, alias.asname or "")
+        elif isinstance(node, ast.ClassDef) and node.name != "Solution":
+            module_code[node.name] = "class"
+        elif not isinstance(node, ast.ClassDef):
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    module_code[n.id] = "code"
+                elif isinstance(n, ast.FunctionDef):
+                    module_code[n.name] = "code"
+    froms: dict[str, list[str]] = {}
+    plain: list[str] = []
+    assigns: list[str] = []
+    for g in sorted(_module_globals(fn_text, name)):
+        if g in module_code:
+            kind = module_code[g]
+            reason = {"third_party": "third_party_module", "class": "needs_helper_class"}.get(kind)
+            raise Drop(reason or "needs_module_code", g)
+        if g in _BUILTINS:
+            continue
+        if g not in table:
+            raise Drop("undefined_name", g)
+        kind, what, orig = table[g]
+        if kind == "from":
+            froms.setdefault(what, []).append(g if orig == g else f"{orig} as {g}")
+        elif kind == "import":
+            plain.append(f"import {what}" + (f" as {orig}" if orig else ""))
+        elif kind == "assign":
+            assigns.append(what)
+        else:
+            raise Drop("needs_helper_class", g)
+    lines = sorted(set(plain)) + [f"from {m} import {', '.join(sorted(ns))}" for m, ns in sorted(froms.items())]
+    return lines + assigns
