@@ -1,19 +1,24 @@
-"""The worker process of :mod:`codethinker.sandbox` (it runs INSIDE the sandbox; not public API).
+"""The zygote and worker processes of :mod:`codethinker.sandbox` (they run INSIDE the sandbox).
 
-Started by the parent as ``python -B -E -s -c BOOT CONFIG_JSON``. It imports what samples and
-runners need, builds its private temp dir, lowers its limits, drops root for a distinct
-unprivileged uid and then serves jobs, one at a time, over two pipes:
+Not public API. The parent starts one *zygote* per worker slot, as
+``python -B -S -c BOOT PROJECT_ROOT CONFIG_JSON`` (inside bubblewrap unless isolation is
+"none"). The zygote imports what samples and runners need and then never runs user code: on
+each ``fork`` message from the parent (a SOCK_SEQPACKET socket carrying the two pipe ends of a
+new child) it SIGKILLs and reaps its previous child, recreates the private temp dir and forks a
+*child*. The child lowers its limits, drops root for the slot's unprivileged uid, and serves
+jobs one at a time over the two pipes:
 
-* request pipe (parent -> worker): 8-byte little-endian length, then a pickle of a dict
-  (the parent is trusted, so the worker uses the ordinary unpickler);
-* result pipe (worker -> parent): the same framing; the parent unpickles it with a
+* request pipe (parent -> child): 8-byte little-endian length, then a pickle of a dict
+  (the parent is trusted, so the child uses the ordinary unpickler);
+* result pipe (child -> parent): the same framing; the parent unpickles it with a
   restricted unpickler that refuses every global except ``builtins.complex``.
 
-Per job the worker sends TWO frames: a verdict frame ``{"pure": bool, ...}`` computed from the
+Per job the child sends TWO frames: a verdict frame ``{"pure": bool, ...}`` computed from the
 source by a static check BEFORE any user code runs (so a hostile sample cannot forge it), and
-then the result frame. The parent retires the worker after an impure sample whatever the
-result frame says. Pure samples run in this same process with fresh globals and a fresh copy
-of the builtins dict; an audit afterwards asks for recycling on any change to process state.
+then the result frame. The parent replaces the child after an impure sample whatever the
+result frame says. Pure samples run one after another in the same child with fresh globals
+and a fresh copy of the builtins dict; an audit after each asks for a new child on any change
+of interpreter state.
 
 Only the standard library and :mod:`codethinker.contra.values` are imported here (and the
 runners in ``RUNNERS``, tolerantly): this module must stay lean and must not import
@@ -22,16 +27,27 @@ runners in ``RUNNERS``, tolerantly): this module must stay lean and must not imp
 
 from __future__ import annotations
 
+import _signal
 import ast
 import builtins
+import contextlib
+import ctypes
+import dis
+import gc
 import importlib
 import json
+import operator
 import os
 import pickle
 import re
+import resource
+import shutil
 import signal
+import socket
 import struct
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -135,6 +151,7 @@ BANNED_ATTRS = frozenset(
         "vformat",
     }
 )
+_DUNDER = re.compile(r"__[A-Za-z]\w*__")  # a special name (__builtins__, __del__, __class__ ...)
 _FRAME_ATTR = re.compile(r"^(f|gi|cr|ag|tb|co)_")
 _EXTRA_BANNED_ATTRS: set[str] = set()  # filled by _scan_modules
 
@@ -163,6 +180,7 @@ def _scan_modules() -> None:
                 for ckey, cval in list(vars(value).items()):
                     if not ckey.startswith("_") and isinstance(cval, dict | list | set | bytearray | type(sys)):
                         _EXTRA_BANNED_ATTRS.add(ckey)
+    _FAST_BANNED.update(BANNED_NAMES, BANNED_ATTRS, _EXTRA_BANNED_ATTRS, {"type"})
 
 
 class _Impure(Exception):
@@ -193,7 +211,7 @@ def _check_tree(tree: ast.AST) -> tuple[str, ...]:
                     raise _Impure("dunder import alias")
             modules.append(node.module)
         elif isinstance(node, ast.Name):
-            if node.id.startswith("__") or node.id in BANNED_NAMES:
+            if _DUNDER.fullmatch(node.id) or node.id in BANNED_NAMES:
                 raise _Impure(f"uses name {node.id}")
         elif isinstance(node, ast.Attribute):
             a = node.attr
@@ -215,9 +233,8 @@ def _check_tree(tree: ast.AST) -> tuple[str, ...]:
             raise _Impure("async code")
         elif isinstance(node, ast.FunctionDef | ast.Lambda):
             _check_generator(node)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if "__" in node.value and len(node.value) < 64 and re.search(r"__\w+__", node.value):
-                raise _Impure("dunder name in a string constant")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _DUNDER.search(node.value):
+            raise _Impure("dunder in a string constant")
     # ``type`` may only be called with one argument, never passed around
     call_funcs = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     for node in nodes:
@@ -245,28 +262,79 @@ def _check_generator(fn: ast.AST) -> None:
         raise _Impure("generator with try/with (finalizer code)")
 
 
+_GEN_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+_IMPORT_OPS = bytes([dis.opmap["IMPORT_NAME"], dis.opmap["IMPORT_FROM"]])
+_NAME_FLAG = re.compile(r"_|(?:f|gi|cr|ag|tb|co)_")
+_FAST_BANNED: set[str] = set()  # filled by _scan_modules
+_CACHE: dict[str, tuple] = {}
+CACHE_SIZE = 512
+
+
+def _needs_ast(code: Any) -> bool:
+    """Fast path: True when the compiled code shows anything the AST check could object to
+    (a name or attribute starting with ``_`` or banned, an import, a generator or coroutine,
+    a dunder in a string constant, ``type``). Every AST objection is visible here, so False
+    means pure without walking the tree."""
+    stack = [code]
+    while stack:
+        co = stack.pop()
+        if co.co_flags & _GEN_FLAGS:
+            return True
+        names = co.co_names
+        if not _FAST_BANNED.isdisjoint(names):
+            return True
+        for n in names:
+            if _NAME_FLAG.match(n):
+                return True
+        for n in (*co.co_varnames, *co.co_cellvars, *co.co_freevars):
+            if n.startswith("__"):
+                return True
+        ops = co.co_code[::2]
+        if _IMPORT_OPS[0] in ops or _IMPORT_OPS[1] in ops:
+            return True
+        consts = list(co.co_consts)
+        while consts:
+            c = consts.pop()
+            t = type(c)
+            if t is str:
+                if "__" in c:
+                    return True
+            elif t is tuple or t is frozenset:
+                consts.extend(c)
+            elif t is type(co):
+                stack.append(c)
+    return False
+
+
 def analyze(source: str) -> tuple[bool, str, tuple[str, ...], Any]:
     """Return ``(pure, reason, imported_modules, code_or_exception)`` for ``source``.
 
     Pure means: running it cannot change process state that a later sample could see (given the
     allowlist); see docs/sandbox.md. A source that does not compile is pure (nothing runs).
+    Results are cached per source (code objects are immutable and pure code cannot reach
+    their attributes).
     """
+    hit = _CACHE.get(source)
+    if hit is not None:
+        return hit
     try:
-        tree = ast.parse(source, "<sample>", "exec")
+        code = compile(source, "<sample>", "exec", dont_inherit=True)
     except BaseException as exc:  # SyntaxError, MemoryError, RecursionError ...
-        return True, "does not parse", (), exc
-    try:
-        modules = _check_tree(tree)
-        pure, reason = True, ""
-    except _Impure as exc:
-        modules, pure, reason = (), False, str(exc)
-    except RecursionError:
-        modules, pure, reason = (), False, "too deep to check"
-    try:
-        code = compile(tree, "<sample>", "exec")
-    except BaseException as exc:
-        return pure, reason, modules, exc
-    return pure, reason, modules, code
+        return True, "does not compile", (), exc
+    pure, reason, modules = True, "", ()
+    if _needs_ast(code):
+        try:
+            modules = _check_tree(ast.parse(source, "<sample>", "exec"))
+        except _Impure as exc:
+            pure, reason = False, str(exc)
+        except BaseException:  # RecursionError, MemoryError on a hostile tree
+            pure, reason = False, "too deep to check"
+    out = (pure, reason, modules, code)
+    if pure:
+        if len(_CACHE) >= CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[source] = out
+    return out
 
 
 # --------------------------------------------------------------------------- runners
@@ -350,6 +418,7 @@ class SandboxTimeout(BaseException):
 
 
 _ACTIVE = [False]
+_BUILTINS_AT_START = dict(vars(builtins))
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
@@ -398,11 +467,11 @@ def _type_name(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------- privileges
-def _prctl(option: int, arg: int) -> None:
-    import ctypes
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, arg, 0, 0, 0) != 0:
+
+def _prctl(option: int, arg: int) -> None:
+    if _LIBC.prctl(option, arg, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
 
 
@@ -414,26 +483,35 @@ def _vm_size_bytes() -> int:
     return 0
 
 
-def _lock_down(cfg: dict) -> None:
-    import resource
+def _make_private_dir(path: str, uid: int | None) -> None:
+    """(Re)create the child's private temp dir, owned by its uid, mode 0700 (zygote, as root)."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path, mode=0o700)
+    if uid is not None and os.geteuid() == 0:
+        os.chown(path, uid, uid)
+    os.chmod(path, 0o700)
 
-    tmp = cfg["tmpdir"]
-    uid = cfg["uid"]
-    root = os.geteuid() == 0
-    if not os.path.isdir(tmp):
-        os.makedirs(tmp, mode=0o700, exist_ok=True)
-    if root and uid is not None:
-        os.chown(tmp, uid, uid)
-    os.chmod(tmp, 0o700)
-    os.chdir(tmp)
+
+def _prepare_zygote(cfg: dict) -> None:
+    """Process state every child inherits: environment, temp dir, signal dispositions."""
+    tmp = cfg["workdir"]
     os.environ.clear()
     os.environ.update({"HOME": tmp, "TMPDIR": tmp, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
-    import tempfile
-
     tempfile.tempdir = tmp
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-size writes fail with EFBIG instead
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGALRM, _on_alarm)  # harmless in the zygote: it never arms the timer
+
+
+def _lock_down(cfg: dict) -> None:
+    """In the freshly forked child: limits and the privilege drop."""
+    uid = cfg["uid"]
+    root = os.geteuid() == 0
+    os.chdir(cfg["workdir"])
 
     def setlim(which: int, value: int) -> None:
-        soft, hard = resource.getrlimit(which)
+        _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         resource.setrlimit(which, (value, value))
@@ -442,10 +520,6 @@ def _lock_down(cfg: dict) -> None:
     setlim(resource.RLIMIT_NOFILE, cfg["nofile"])
     setlim(resource.RLIMIT_FSIZE, cfg["fsize"])
     setlim(resource.RLIMIT_NPROC, cfg["nproc"])
-    if cfg.get("pdeathsig"):
-        _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (isolation "none"; bwrap does it itself)
-        if os.getppid() != cfg["parent_pid"]:
-            os._exit(3)
     _prctl(38, 1)  # PR_SET_NO_NEW_PRIVS: exec of a setuid binary cannot give root back
     if root and uid is not None:
         os.setgroups([])
@@ -453,15 +527,29 @@ def _lock_down(cfg: dict) -> None:
         os.setuid(uid)
         if os.getuid() == 0 or os.geteuid() == 0:
             raise RuntimeError("could not drop root")
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-size writes fail with EFBIG instead
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGALRM, _on_alarm)
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG after setuid (a uid change clears it)
+    if os.getppid() != cfg["zygote_pid"]:
+        os._exit(3)
     mem = cfg["memory_mb"]
     if mem:
         setlim(resource.RLIMIT_AS, _vm_size_bytes() + mem * 1024 * 1024)
 
 
 # --------------------------------------------------------------------------- audit
+# modules str.encode / bytes.decode may load (codec lookups are not state a sample can use)
+_CODEC_MODULES = ("encodings.", "_codecs_", "_multibytecodec", "base64", "binascii", "zlib", "bz2", "_bz2", "quopri")
+
+
+def _dict_snapshot(d: dict) -> tuple[list, list]:
+    return list(d), list(d.values())
+
+
+def _same_dict(d: dict, snap: tuple[list, list]) -> bool:
+    """Same keys in the same order and the very same value objects (no ``==`` on values)."""
+    keys, values = snap
+    return len(d) == len(keys) and all(map(operator.is_, d.values(), values)) and list(d) == keys
+
+
 class _Audit:
     """Cheap snapshot of process state that a pure sample must leave unchanged."""
 
@@ -469,18 +557,16 @@ class _Audit:
 
     def __init__(self, tmpdir: str) -> None:
         self.tmpdir = tmpdir
-        self.builtin_ids = [id(v) for v in vars(builtins).values()]
-        self.module_ids: dict[str, list[int]] = {}
+        self.builtins_snap = _dict_snapshot(vars(builtins))
+        self.module_snaps: dict[str, tuple] = {}
+        self.module_names = set(sys.modules)
         self.fixed = self._fixed()
 
     def _fixed(self) -> tuple:
-        import gc
-        import threading
-
         return (
             len(sys.modules),
             sys.getrecursionlimit(),
-            tuple(signal.getsignal(s) for s in self.SIGNALS),
+            tuple(map(_signal.getsignal, self.SIGNALS)),
             threading.active_count(),
             sys.gettrace(),
             sys.getprofile(),
@@ -497,19 +583,48 @@ class _Audit:
             signal.getitimer(signal.ITIMER_VIRTUAL),
         )
 
-    def module_snapshot(self, name: str) -> list[int]:
-        return [id(v) for v in vars(sys.modules[name]).values()]
+    FIELDS = (
+        "sys.modules",
+        "recursion limit",
+        "signal handlers",
+        "threads",
+        "trace function",
+        "profile function",
+        "sys.path",
+        "sys.meta_path",
+        "sys.path_hooks",
+        "excepthook",
+        "displayhook",
+        "gc enabled",
+        "gc thresholds",
+        "environment",
+        "stdin",
+        "profiling timer",
+        "virtual timer",
+    )
+
+    def _diff(self, fixed: tuple) -> str:
+        return ", ".join(n for n, a, b in zip(self.FIELDS, fixed, self.fixed, strict=True) if a != b)
+
+    def _only_codecs_loaded(self) -> bool:
+        new = set(sys.modules) - self.module_names
+        if all(n.startswith(_CODEC_MODULES) for n in new):
+            self.module_names |= new
+            return True
+        return False
 
     def check(self, modules: tuple[str, ...]) -> str | None:
-        if self._fixed() != self.fixed:
-            return "interpreter state changed"
-        if [id(v) for v in vars(builtins).values()] != self.builtin_ids:
+        fixed = self._fixed()
+        if fixed != self.fixed:
+            if fixed[1:] != self.fixed[1:] or not self._only_codecs_loaded():
+                new = sorted(set(sys.modules) ^ self.module_names)[:5]
+                return f"interpreter state changed: {self._diff(fixed)} {new}"
+            self.fixed = fixed  # str.encode/decode loaded a codec: harmless
+        if not _same_dict(vars(builtins), self.builtins_snap):
             return "builtins module changed"
         for name in modules:
-            snap = self.module_ids.get(name)
-            if snap is None:
-                continue
-            if self.module_snapshot(name) != snap:
+            snap = self.module_snaps.get(name)
+            if snap is not None and not _same_dict(vars(sys.modules[name]), snap):
                 return f"module {name} changed"
         if os.getcwd() != self.tmpdir:
             return "cwd changed"
@@ -567,6 +682,14 @@ def _run_job(req: dict, runners: dict, pristine: dict, res_fd: int) -> tuple[dic
         _ACTIVE[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
     duration = time.perf_counter() - t0
+    if not pure:  # let the report survive a sample that hooked the interpreter (the child retires anyway)
+        sys.settrace(None)
+        sys.setprofile(None)
+        bd = vars(builtins)
+        bd.clear()
+        bd.update(_BUILTINS_AT_START)
+    if status != "timeout" and duration > req["timeout"]:  # the sample swallowed the timer's exception
+        status, etype, emsg, value = "timeout", "Timeout", f"exceeded {req['timeout']} s", None
     sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     g.clear()
     result = {
@@ -581,17 +704,8 @@ def _run_job(req: dict, runners: dict, pristine: dict, res_fd: int) -> tuple[dic
     return result, pure, modules
 
 
-def main(config_json: str) -> None:
-    cfg = json.loads(config_json)
-    req_fd, res_fd = cfg["req_fd"], cfg["res_fd"]
-    for name in PRELOAD:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
-    _scan_modules()
-    runners = _load_runners()
-    pristine = dict(vars(builtins))
+def _serve(cfg: dict, req_fd: int, res_fd: int, runners: dict, pristine: dict, audit: _Audit) -> None:
+    """The child's life: lock down, announce, run jobs until told to stop or until retiring."""
     _lock_down(cfg)
     # C-level writes to fd 1/2 (os.write, extensions) go nowhere; the protocol uses other fds.
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -600,28 +714,17 @@ def main(config_json: str) -> None:
     os.close(devnull)
     sys.stdout = sys.__stdout__ = _Capped(0)  # type: ignore[misc]
     sys.stderr = sys.__stderr__ = _Capped(0)  # type: ignore[misc]
-    audit = _Audit(cfg["tmpdir"])
-    for name in ALLOWED_MODULES:
-        audit.module_ids[name] = audit.module_snapshot(name)
-    _send(
-        res_fd,
-        {
-            "ready": True,
-            "pid": os.getpid(),
-            "uid": os.getuid(),
-            "runners": sorted(k for k, v in runners.items() if callable(v)),
-        },
-    )
+    _send(res_fd, {"ready": True, "pid": os.getpid(), "uid": os.getuid()})
     while True:
         head = _read_exact(req_fd, HEADER.size)
         if head is None:
-            os._exit(0)
+            return
         (n,) = HEADER.unpack(head)
         if n > MAX_MESSAGE:
-            os._exit(4)
+            return
         data = _read_exact(req_fd, n)
         if data is None:
-            os._exit(0)
+            return
         req = pickle.loads(data)
         result, pure, modules = _run_job(req, runners, pristine, res_fd)
         result["dirty"] = None
@@ -647,4 +750,73 @@ def main(config_json: str) -> None:
                 },
             )
         if not pure or result["dirty"] or req.get("last"):
-            os._exit(0)
+            return
+
+
+def _zygote(cfg: dict, ctl: Any, runners: dict, pristine: dict, audit: _Audit) -> None:
+    """Never runs user code. On each ``fork`` message (carrying the two pipe ends of a new
+    child) it kills and reaps the previous child, recreates the private temp dir and forks."""
+    child = 0
+    workdir = cfg["workdir"]
+    while True:
+        try:
+            msg, fds, _flags, _addr = socket.recv_fds(ctl, 64, 2)
+        except InterruptedError:
+            continue
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child, 0)
+            child = 0
+        if msg != b"fork" or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            shutil.rmtree(workdir, ignore_errors=True)
+            return  # b"" (parent gone) or b"stop"
+        _make_private_dir(workdir, cfg["uid"])
+        gc.freeze()  # the child's collector then never walks (and copies) the zygote's objects
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                ctl.close()
+                _serve(cfg, fds[0], fds[1], runners, pristine, audit)
+            except BaseException:
+                code = 5
+            finally:
+                os._exit(code)
+        child = pid
+        for fd in fds:
+            os.close(fd)
+
+
+def main(config_json: str) -> None:
+    """Entry point of the zygote process (see the module docstring)."""
+    cfg = json.loads(config_json)
+    sys.path[:] = [p for p in sys.path if p] + list(cfg.get("extra_path", ()))  # no cwd-relative imports
+    for name in PRELOAD if cfg.get("preload_all") else sorted(ALLOWED_MODULES):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    _scan_modules()
+    runners = _load_runners()
+    pristine = dict(vars(builtins))
+    if cfg.get("pdeathsig"):
+        _prctl(1, signal.SIGKILL)  # isolation "none"; bwrap's --die-with-parent does it otherwise
+        if os.getppid() != cfg["parent_pid"]:
+            os._exit(3)
+    cfg["zygote_pid"] = os.getpid()
+    _prepare_zygote(cfg)
+    ctl = socket.socket(fileno=cfg["ctl_fd"])
+    available = sorted(k for k, v in runners.items() if callable(v))
+    ctl.send(json.dumps({"ready": True, "runners": available}).encode())
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    audit = _Audit(cfg["workdir"])  # the state every child starts from
+    for name in ALLOWED_MODULES:
+        audit.module_snaps[name] = _dict_snapshot(vars(sys.modules[name]))
+    _zygote(cfg, ctl, runners, pristine, audit)

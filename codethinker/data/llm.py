@@ -1,0 +1,180 @@
+"""A chat client for any OpenAI-compatible endpoint (``vllm serve Qwen/Qwen3-32B`` in the paper).
+
+Used by the ``llm`` backends of gen_inputs and contra_sft. Requests run with bounded
+concurrency; connection errors, 429 and 5xx answers are retried with exponential backoff;
+every answer is cached on disk under a key of (model, messages, sampling parameters), so a
+rerun of a stage pays only for prompts it has not asked before.
+
+>>> client = ChatClient(ChatConfig(base_url="http://127.0.0.1:8000/v1", model="m"), cache_dir=None)
+>>> client.cache_key([{"role": "user", "content": "hi"}])[:8]  # doctest: +SKIP
+'3f2a...'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codethinker.data.io import atomic_write
+
+__all__ = ["ChatClient", "ChatConfig", "LLMError"]
+
+Messages = list[dict[str, str]]
+
+
+class LLMError(RuntimeError):
+    """A request failed for good (after retries, or with an answer that cannot be read)."""
+
+
+@dataclass(frozen=True)
+class ChatConfig:
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "Qwen/Qwen3-32B"
+    api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key (none needed for vLLM)
+    max_concurrency: int = 8
+    max_retries: int = 4
+    backoff_s: float = 1.0
+    timeout_s: float = 300.0
+    temperature: float = 0.7
+    max_tokens: int = 2048
+    seed: int | None = 0
+    extra_body: dict[str, Any] = field(default_factory=dict)  # e.g. chat_template_kwargs
+
+    @staticmethod
+    def from_params(p: dict[str, Any]) -> ChatConfig:
+        known = set(ChatConfig.__dataclass_fields__)
+        unknown = set(p) - known
+        if unknown:
+            raise ValueError(
+                f"unknown llm parameter(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
+            )
+        return ChatConfig(**p)
+
+
+class ChatClient:
+    """Thread-safe; ``stats`` counts requests, cache hits, retries and failures."""
+
+    def __init__(self, config: ChatConfig, cache_dir: str | os.PathLike[str] | None):
+        self.config = config
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.stats: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._http: Any = None
+
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self.stats[key] += n
+
+    def cache_key(self, messages: Messages) -> str:
+        c = self.config
+        material = {
+            "model": c.model,
+            "messages": messages,
+            "temperature": c.temperature,
+            "max_tokens": c.max_tokens,
+            "seed": c.seed,
+            "extra_body": c.extra_body,
+        }
+        return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def _cache_path(self, key: str) -> Path | None:
+        return self.cache_dir / key[:2] / f"{key}.json" if self.cache_dir is not None else None
+
+    def _client(self) -> Any:
+        if self._http is None:
+            import httpx
+
+            headers = {}
+            token = os.environ.get(self.config.api_key_env)
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+            limits = httpx.Limits(max_connections=self.config.max_concurrency)
+            self._http = httpx.Client(timeout=self.config.timeout_s, headers=headers, limits=limits)
+        return self._http
+
+    def _request(self, messages: Messages) -> str:
+        import httpx
+
+        c = self.config
+        body: dict[str, Any] = {
+            "model": c.model,
+            "messages": messages,
+            "temperature": c.temperature,
+            "max_tokens": c.max_tokens,
+            **({"seed": c.seed} if c.seed is not None else {}),
+            **c.extra_body,
+        }
+        url = c.base_url.rstrip("/") + "/chat/completions"
+        last = ""
+        for attempt in range(c.max_retries + 1):
+            if attempt:
+                self._count("retries")
+                time.sleep(c.backoff_s * 2 ** (attempt - 1) * (1 + random.random() / 2))
+            self._count("requests")
+            try:
+                resp = self._client().post(url, json=body)
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            if resp.status_code == 429 or resp.status_code >= 500:
+                last = f"HTTP {resp.status_code}"
+                continue
+            if resp.status_code != 200:
+                raise LLMError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
+            try:
+                content = resp.json()["choices"][0]["message"]["content"]
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                raise LLMError(f"{url}: unreadable answer ({type(exc).__name__})") from None
+            return content if isinstance(content, str) else ""
+        raise LLMError(f"{url}: failed after {c.max_retries + 1} attempts ({last})")
+
+    def complete(self, messages: Messages) -> str:
+        """The model's answer to ``messages`` (from the cache when asked before)."""
+        key = self.cache_key(messages)
+        path = self._cache_path(key)
+        if path is not None and path.is_file():
+            try:
+                text = json.loads(path.read_text(encoding="utf-8"))["text"]
+                self._count("cache_hits")
+                return text
+            except (ValueError, KeyError, OSError):
+                pass  # a damaged cache entry is asked again
+        text = self._request(messages)
+        if path is not None:
+            with atomic_write(path) as fh:
+                json.dump({"model": self.config.model, "messages": messages, "text": text}, fh, ensure_ascii=False)
+        return text
+
+    def complete_many(self, batch: list[Messages]) -> list[str | None]:
+        """Answers in order; ``None`` (and ``stats['failures']``) where a request failed for good."""
+
+        def one(messages: Messages) -> str | None:
+            try:
+                return self.complete(messages)
+            except LLMError as exc:
+                self._count("failures")
+                with self._lock:
+                    self.last_error = str(exc)
+                return None
+
+        with ThreadPoolExecutor(max_workers=max(1, self.config.max_concurrency)) as pool:
+            return list(pool.map(one, batch))
+
+    last_error: str = ""
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self.config).items() if k != "api_key_env"}

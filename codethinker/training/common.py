@@ -1,0 +1,167 @@
+"""Pieces shared by the SFT and GRPO trainers: LoRA settings, devices, checkpoints, metric logging.
+
+Checkpoints live in ``<out>/checkpoints`` next to a ``fingerprint.json`` of what the run trains
+(parameters and input files). A run started again with the same fingerprint resumes from its
+last ``checkpoint-N`` (``resume_from_checkpoint``), so a killed run loses only its unfinished
+step; a different fingerprint clears the stale checkpoints first.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from transformers import TrainerCallback
+
+__all__ = [
+    "LoRAParams",
+    "MetricsCallback",
+    "checkpoint_dir",
+    "from_dict",
+    "hash_files",
+    "last_checkpoint",
+    "precision",
+]
+
+T = TypeVar("T")
+
+
+@dataclass
+class LoRAParams:
+    r: int = field(default=16, metadata={"help": "LoRA rank"})
+    alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale = alpha / r)"})
+    dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA path"})
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        metadata={"help": "module names that get adapters (all linear layers of a Qwen2 block)"},
+    )
+
+    def peft(self) -> Any:
+        from peft import LoraConfig
+
+        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                          target_modules=list(self.target_modules), task_type="CAUSAL_LM")
+
+
+def from_dict(cls: type[T], d: dict[str, Any] | None, *, nested: dict[str, type] | None = None) -> T:
+    """Build a config dataclass from a params section; unknown keys are an error."""
+    d = dict(d or {})
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(d) - names
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown keys {sorted(unknown)}")
+    for key, sub in (nested or {}).items():
+        if key in d and isinstance(d[key], dict):
+            d[key] = from_dict(sub, d[key])
+    return cls(**d)
+
+
+def precision() -> dict[str, Any]:
+    """Trainer precision flags: bf16 on a GPU that has it, fp32 on CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return {"bf16": torch.cuda.is_bf16_supported(), "fp16": False, "use_cpu": False}
+    return {"bf16": False, "fp16": False, "use_cpu": True}
+
+
+def model_dtype() -> Any:
+    import torch
+
+    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+
+
+def hash_files(*paths: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        p = Path(p)
+        if p.is_file():
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        elif p.is_dir():  # a model folder: its config and weights' names/sizes
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and "checkpoint" not in f.parts[-2]:
+                    h.update(f"{f.relative_to(p)}:{f.stat().st_size}".encode())
+        else:
+            h.update(str(p).encode())
+    return h.hexdigest()[:16]
+
+
+def checkpoint_dir(out: Path, fingerprint: dict[str, Any]) -> Path:
+    """``out/checkpoints``, emptied first when it holds another run's checkpoints."""
+    ck = Path(out) / "checkpoints"
+    fp_path = ck / "fingerprint.json"
+    text = json.dumps(fingerprint, sort_keys=True, default=str)
+    if ck.exists() and (not fp_path.is_file() or fp_path.read_text() != text):
+        shutil.rmtree(ck)
+    ck.mkdir(parents=True, exist_ok=True)
+    fp_path.write_text(text)
+    return ck
+
+
+def last_checkpoint(ck: Path) -> str | None:
+    """The newest complete ``checkpoint-N`` (one with a trainer_state.json), else None."""
+    best: tuple[int, Path] | None = None
+    for d in Path(ck).glob("checkpoint-*"):
+        try:
+            step = int(d.name.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if (d / "trainer_state.json").is_file() and (best is None or step > best[0]):
+            best = (step, d)
+    return str(best[1]) if best else None
+
+
+class MetricsCallback(TrainerCallback):
+    """Send each training log to MLflow (through a StageRun) and, one row per step, to a CSV file.
+
+    ``extra()`` returns more metrics to merge into each log (GRPO's per-step reward statistics).
+    When a run resumes, CSV rows past the resumed step are dropped, so a killed-and-restarted run
+    leaves no duplicate rows.
+    """
+
+    def __init__(self, run: Any = None, csv_path: Path | None = None,
+                 extra: Callable[[], dict[str, float]] | None = None, columns: list[str] | None = None):
+        self.run, self.csv_path, self.extra, self.columns = run, csv_path, extra, columns
+        self.history: list[dict[str, float]] = []
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if self.csv_path and self.csv_path.is_file():
+            with open(self.csv_path) as fh:
+                rows = [r for r in csv.DictReader(fh) if int(float(r["step"])) <= state.global_step]
+            self._write(rows, mode="w")
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict | None = None, **kw: Any) -> None:
+        logs = dict(logs or {})
+        if self.extra and "train_loss" not in logs:
+            logs.update(self.extra())
+        clean = {k.replace("/", "."): float(v) for k, v in logs.items()
+                 if isinstance(v, int | float) and not isinstance(v, bool)}
+        if self.run is not None:
+            self.run.log_metrics(clean, step=state.global_step)
+        if "train_loss" in logs:  # the end-of-training summary is not a step
+            return
+        row = {"step": state.global_step, **clean}
+        self.history.append(row)
+        if self.csv_path:
+            self._write([row], mode="a")
+
+    def _write(self, rows: list[dict], mode: str) -> None:
+        assert self.csv_path is not None
+        self.csv_path.parent.mkdir(parents=True, exist_ok=True)
+        cols = self.columns or sorted({k for r in rows for k in r} - {"step"})
+        new = mode == "w" or not self.csv_path.is_file() or self.csv_path.stat().st_size == 0
+        with open(self.csv_path, mode, newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=["step", *cols], extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerows(rows)

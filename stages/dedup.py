@@ -1,0 +1,52 @@
+"""Stage dedup (funnel step 4): drop samples whose code is too close to a benchmark program.
+
+Run: ``python -m stages.dedup`` (or ``dvc repro dedup``). Reads ``params.yaml: dedup``,
+``data/exec_filter/samples.jsonl`` and ``data/fetch/benchmarks.jsonl``; writes
+``data/dedup/samples.jsonl``, ``data/dedup/similarity.jsonl`` (each function's nearest
+benchmark program) and ``metrics/dedup.json``. Model and rule: :mod:`codethinker.data.similarity`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from codethinker.data.io import read_jsonl, write_json, write_jsonl
+from codethinker.data.similarity import BUNDLED_MINILM, cached_encoder, load_encoder, similarity_filter
+from codethinker.params import load_section
+from codethinker.tracking import stage_run
+
+SAMPLES = Path("data/exec_filter/samples.jsonl")
+BENCHMARKS = Path("data/fetch/benchmarks.jsonl")
+OUT = Path("data/dedup/samples.jsonl")
+SIMILARITY = Path("data/dedup/similarity.jsonl")
+METRICS = Path("metrics/dedup.json")
+
+
+def run(params: dict) -> dict:
+    model = str(params.get("model", BUNDLED_MINILM))
+    if model == BUNDLED_MINILM:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    samples = read_jsonl(SAMPLES, {"id": str, "task_id": str, "code": str, "truth": str})
+    benchmarks = read_jsonl(BENCHMARKS, {"benchmark": str, "id": str, "code": str})
+    encode = cached_encoder(
+        load_encoder(model, batch_size=int(params.get("batch_size", 32))), params.get("cache_dir"), model
+    )
+    kept, per_fn, counts = similarity_filter(samples, benchmarks, encode, float(params.get("threshold", 0.9)))
+    write_jsonl(OUT, kept)
+    write_jsonl(SIMILARITY, per_fn)
+    metrics = {"model": model, **counts, "nearest_top5": per_fn[:5]}
+    write_json(METRICS, metrics)
+    return metrics
+
+
+def main() -> None:
+    params = load_section("dedup")
+    with stage_run("dedup", params) as tracked:
+        metrics = run(params)
+        tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("model", "nearest_top5")})
+    print(f"dedup: {metrics['samples_in']} -> {metrics['samples']} samples ({metrics['functions']} functions)")
+
+
+if __name__ == "__main__":
+    main()

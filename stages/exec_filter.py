@@ -1,0 +1,57 @@
+"""Stage exec_filter (funnel step 3): run each (function, input) in the sandbox under the tracer.
+
+Run: ``python -m stages.exec_filter`` (or ``dvc repro exec_filter``). Reads ``params.yaml:
+exec_filter`` and ``data/gen_inputs/inputs.jsonl``; writes ``data/exec_filter/samples.jsonl``
+(expected output + ConTra truth JSON per kept sample) and ``metrics/exec_filter.json`` (drop
+reasons, see :mod:`codethinker.data.execute`).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from codethinker.contra.render import render_trace
+from codethinker.contra.tracer import trace_many
+from codethinker.data.execute import exec_filter
+from codethinker.data.io import read_jsonl, write_json, write_jsonl
+from codethinker.params import load_section
+from codethinker.sandbox import SandboxConfig
+from codethinker.tracking import stage_run
+
+IN = Path("data/gen_inputs/inputs.jsonl")
+OUT = Path("data/exec_filter/samples.jsonl")
+METRICS = Path("metrics/exec_filter.json")
+FIELDS = {"task_id": str, "entry": str, "code": str, "inputs": list}
+
+
+def run(params: dict) -> dict:
+    records = read_jsonl(IN, FIELDS)
+    config = SandboxConfig(
+        timeout_s=float(params.get("timeout_s", 2.0)),
+        memory_mb=int(params.get("memory_mb", 1024)),
+        workers=params.get("workers"),
+    )
+    tracer = functools.partial(trace_many, sandbox_config=config, progress="exec_filter")
+    samples, counts = exec_filter(
+        records,
+        tracer=tracer,
+        render=render_trace,
+        max_trace_chars=int(params.get("max_trace_chars", 12000)),
+        keep_none=bool(params.get("keep_none", False)),
+    )
+    write_jsonl(OUT, samples)
+    write_json(METRICS, counts)
+    return counts
+
+
+def main() -> None:
+    params = load_section("exec_filter")
+    with stage_run("exec_filter", params) as tracked:
+        metrics = run(params)
+        tracked.log_metrics(metrics)
+    print(f"exec_filter: {metrics['pairs_in']} pairs -> {metrics['samples']} samples; {metrics['dropped']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+"""values: canonical literal forms, type-strict equality, literal/argument parsing (SPEC §3)."""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codethinker.contra.values import (
+    NoLiteral,
+    canonicalize,
+    literal_repr,
+    parse_call_args,
+    parse_literal,
+    strict_equal,
+)
+
+
+# --------------------------------------------------------------------------- strict_equal
+class TestStrictEqual:
+    @pytest.mark.parametrize(
+        ("a", "b"),
+        [
+            (1, True),
+            (1, 1.0),
+            (True, 1.0),
+            (0, False),
+            (0, 0.0),
+            (0, None),
+            ("1", 1),
+            (b"a", "a"),
+            ((1,), [1]),
+            ({1}, frozenset({1})),
+            (1 + 0j, 1),
+        ],
+    )
+    def test_types_are_strict(self, a, b):
+        assert not strict_equal(a, b)
+        assert not strict_equal(b, a)
+
+    def test_same_values_equal(self):
+        for v in [1, True, 1.0, "s", b"b", None, (1, "a"), [1, [2, (3,)]], {"a": {1: [2]}}, {1, 2}, 2 + 3j]:
+            assert strict_equal(v, v)
+            assert strict_equal(v, parse_literal(repr(v)))
+
+    def test_float_tolerance(self):
+        assert strict_equal(0.1 + 0.2, 0.3)
+        assert strict_equal(0.20000000000000018, 0.2)
+        assert strict_equal(1e6, 1e6 + 0.5)  # rel_tol 1e-6
+        assert not strict_equal(1e6, 1e6 + 2)
+        assert strict_equal(0.0, 1e-10)  # abs_tol 1e-9
+        assert not strict_equal(0.0, 1e-8)
+        assert strict_equal(-0.0, 0.0)
+        assert not strict_equal(1.0, 1.0001)
+
+    def test_float_tolerance_inside_containers(self):
+        assert strict_equal([1, (0.1 + 0.2,)], [1, (0.3,)])
+        assert strict_equal({"x": 0.1 + 0.2}, {"x": 0.3})
+        assert not strict_equal([1, 0.3], [True, 0.3])
+        assert strict_equal(complex(0.1 + 0.2, 1), complex(0.3, 1))
+
+    def test_dict_keys_are_type_strict(self):
+        assert not strict_equal({1: "a"}, {True: "a"})
+        assert not strict_equal({1: "a"}, {1.0: "a"})
+        assert not strict_equal({"k": {1: 0}}, {"k": {True: 0}})
+        assert not strict_equal({(1, 2): 0}, {(True, 2): 0})
+
+    def test_dict_key_order_does_not_matter(self):
+        assert strict_equal({"a": 1, "b": 2}, {"b": 2, "a": 1})
+        assert not strict_equal({"a": 1}, {"a": 1, "b": 2})
+        assert not strict_equal({"a": 1}, {"b": 1})
+
+    def test_sets(self):
+        assert strict_equal({1, 2, 3}, {3, 2, 1})
+        assert not strict_equal({1}, {True})
+        assert not strict_equal({1, 2}, {1, 2, 3})
+        assert not strict_equal({frozenset({1})}, {frozenset({True})})
+        assert strict_equal(set(), set())
+        assert not strict_equal(set(), {})
+
+    def test_lists_and_tuples(self):
+        assert not strict_equal([1, 2], [1, 2, 3])
+        assert not strict_equal([1, 2], [2, 1])
+        assert not strict_equal([[1]], [(1,)])
+
+
+# --------------------------------------------------------------------------- canonicalize
+class TestCanonicalize:
+    def test_containers_become_plain_builtins(self):
+        dd = collections.defaultdict(list)
+        dd["a"].append(1)
+        value = {
+            "c": collections.Counter("aab"),
+            "q": collections.deque([1, 2]),
+            "d": dd,
+            "o": collections.OrderedDict([("x", 1)]),
+            "fs": frozenset({1}),
+        }
+        out = canonicalize(value)
+        assert out == {"c": {"a": 2, "b": 1}, "q": [1, 2], "d": {"a": [1]}, "o": {"x": 1}, "fs": {1}}
+        assert type(out["c"]) is dict and type(out["q"]) is list and type(out["d"]) is dict
+        assert type(out["o"]) is dict and type(out["fs"]) is set
+        assert literal_repr(value) == repr(out)
+
+    def test_nested_containers(self):
+        v = [collections.deque([collections.Counter({"a": 1})]), (collections.deque(),)]
+        assert canonicalize(v) == [[{"a": 1}], ([],)]
+
+    def test_shared_references_are_not_cycles(self):
+        x = [1]
+        assert canonicalize([x, x, {"k": x}]) == [[1], [1], {"k": [1]}]
+
+    def test_cycles(self):
+        a: list = []
+        a.append(a)
+        d: dict = {}
+        d["self"] = d
+        b: list = [1]
+        c = [b]
+        b.append(c)
+        for v in (a, d, b, {"x": [a]}):
+            with pytest.raises(NoLiteral):
+                canonicalize(v)
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            len,
+            lambda x: x,
+            iter([1]),
+            (i for i in "ab"),
+            object(),
+            float("nan"),
+            float("inf"),
+            -math.inf,
+            complex(1, math.inf),
+            range(3),
+            [1, print],
+            {"k": object()},
+            {1: {2: map(str, [])}},
+        ],
+    )
+    def test_no_literal_form(self, value):
+        with pytest.raises(NoLiteral):
+            canonicalize(value)
+        with pytest.raises(NoLiteral):
+            literal_repr(value)
+
+    def test_deep_values_have_no_literal_form(self):
+        v: list = []
+        for _ in range(500):
+            v = [v]
+        with pytest.raises(NoLiteral):
+            canonicalize(v)
+
+    def test_huge_int_has_no_literal_repr(self):
+        with pytest.raises(NoLiteral):
+            literal_repr(10**5000)
+
+    def test_scalars_round_trip(self):
+        for v in [None, True, 0, -7, 1.5, -0.0, "a\nb'\"", b"\x00\xff", 1 - 2j, 10**100]:
+            assert strict_equal(parse_literal(literal_repr(v)), v)
+
+
+# --------------------------------------------------------------------------- parse_literal
+class TestParseLiteral:
+    def test_literals(self):
+        assert parse_literal("  [1, (2,), {'a': None}]\n") == [1, (2,), {"a": None}]
+        assert parse_literal("set()") == set()
+        assert parse_literal("-1.5") == -1.5
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "",
+            "x",
+            "f(1)",
+            "[i for i in range(3)]",
+            "{k: 1 for k in 'a'}",
+            "1 +",
+            "__import__('os')",
+            "lambda: 1",
+            "1; 2",
+            "{[]: 1}",
+            "(yield)",
+            "1" * 5000,
+            "[" * 100_000,
+            "-" * 100_000 + "1",
+        ],
+    )
+    def test_rejected(self, text):
+        with pytest.raises(ValueError):
+            parse_literal(text)
+
+    def test_size_cap(self):
+        with pytest.raises(ValueError, match="longer"):
+            parse_literal("'" + "a" * 100 + "'", max_chars=50)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(max_size=200))
+    def test_only_value_error(self, text):
+        try:
+            parse_literal(text)
+        except ValueError:
+            pass
+
+    @pytest.mark.filterwarnings("ignore:invalid escape sequence")
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet="[](){}'\",:-+.0123456789jeE xTrueFalsNon\\\n\x00", max_size=60))
+    def test_only_value_error_literalish(self, text):
+        try:
+            parse_literal(text)
+        except ValueError:
+            pass
+
+
+# --------------------------------------------------------------------------- parse_call_args
+class TestParseCallArgs:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("[1, 2], 3", (([1, 2], 3), {})),
+            ("nums = [2,7], target = 9", ((), {"nums": [2, 7], "target": 9})),
+            ("[1], k=2", (([1],), {"k": 2})),
+            ("(1, ), (1, ), (1, 2)", (((1,), (1,), (1, 2)), {})),
+            ("(1, ), 'a'", (((1,), "a"), {})),
+            ("1,", ((1,), {})),
+            ("", ((), {})),
+            ("'a, b'", (("a, b",), {})),
+            ("{'a': [1]}, None, -3.5", (({"a": [1]}, None, -3.5), {})),
+        ],
+    )
+    def test_forms(self, text, expected):
+        assert parse_call_args(text) == expected
+
+    def test_types_kept(self):
+        args, _ = parse_call_args("True, 1, 1.0")
+        assert [type(a) for a in args] == [bool, int, float]
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "foo()",
+            "x",
+            "[i for i in y]",
+            "*a",
+            "**k",
+            "a=1, a=2",
+            "a=1, 2",
+            ")",
+            "1), (2",
+            "1)(2",
+            "__import__('os').system('true')",
+            "lambda: 0",
+            "1 if 2 else 3",
+            "''.join(['A'] * 20)",
+            "1, 2)",
+            "(",
+            "a.b=1",
+            "1\n)",
+            "\x00",
+        ],
+    )
+    def test_rejected(self, text):
+        with pytest.raises(ValueError):
+            parse_call_args(text)
+
+    def test_size_cap(self):
+        with pytest.raises(ValueError):
+            parse_call_args("1, " * 100, max_chars=10)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(max_size=200))
+    def test_only_value_error(self, text):
+        try:
+            parse_call_args(text)
+        except ValueError:
+            pass
+
+    @pytest.mark.filterwarnings("ignore:invalid escape sequence")
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet="[](){}'\",:=*-+.0123jab xTrue \\\n#", max_size=60))
+    def test_only_value_error_argumentish(self, text):
+        try:
+            parse_call_args(text)
+        except ValueError:
+            pass
+
+    @settings(max_examples=100, deadline=None)
+    @given(
+        st.lists(
+            st.recursive(
+                st.none()
+                | st.booleans()
+                | st.integers()
+                | st.text(max_size=5)
+                | st.floats(allow_nan=False, allow_infinity=False),
+                lambda c: (
+                    st.lists(c, max_size=3) | st.tuples(c, c) | st.dictionaries(st.text(max_size=3), c, max_size=3)
+                ),
+                max_leaves=8,
+            ),
+            max_size=4,
+        )
+    )
+    def test_round_trip(self, values):
+        text = ", ".join(repr(v) for v in values)
+        args, kwargs = parse_call_args(text)
+        assert kwargs == {}
+        assert strict_equal(list(args), values)

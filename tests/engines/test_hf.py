@@ -1,0 +1,55 @@
+"""transformers' generate behind the Engine contract, on the tiny random Qwen2."""
+
+from __future__ import annotations
+
+import pytest
+
+from codethinker.engines.base import Engine
+from codethinker.engines.hf import HFEngine, cut_at_stop
+
+
+def test_cut_at_stop_keeps_the_earliest_stop_string():
+    assert cut_at_stop("ab[/LOCALS]cd[/TRACE]", ["[/TRACE]", "[/LOCALS]"]) == ("ab[/LOCALS]", "[/LOCALS]")
+    assert cut_at_stop("abc", ["x"]) == ("abc", None)
+    assert cut_at_stop("abc", []) == ("abc", None)
+    assert cut_at_stop("xaby", ["ab", "a"]) == ("xa", "a")
+
+
+@pytest.fixture(scope="module")
+def hf(tiny_model):
+    return HFEngine(tiny_model)
+
+
+def test_contract_counts_and_stops(hf):
+    assert isinstance(hf, Engine)
+    prompt = hf.apply_chat_template([{"role": "user", "content": "trace f(1)"}])
+    assert prompt.endswith("<|im_start|>assistant\n")
+    stops = ["e", "a"]  # frequent characters: a random model hits them soon
+    out = hf.continue_prefixes([prompt, prompt + "x"], 3, stop=stops, max_tokens=12, seed=0)
+    assert [len(r) for r in out] == [3, 3]
+    for row in out:
+        for c in row:
+            assert 1 <= c.n_tokens <= 12
+            if c.finish_reason == "stop" and any(s in c.text for s in stops):
+                assert c.text.endswith(tuple(stops))
+                assert sum(c.text.count(s) for s in stops) == 1
+            if c.finish_reason == "length":
+                assert c.n_tokens == 12
+
+
+def test_greedy_repeats_and_seed_reproduces(hf):
+    prompt = hf.apply_chat_template([{"role": "user", "content": "hi"}])
+    [row] = hf.continue_prefixes([prompt], 3, stop=[], max_tokens=6, temperature=0.0)
+    assert len({c.text for c in row}) == 1 and row[0].finish_reason == "length"
+    a = hf.continue_prefixes([prompt], 2, stop=[], max_tokens=6, seed=5)
+    b = hf.continue_prefixes([prompt], 2, stop=[], max_tokens=6, seed=5)
+    assert a == b
+
+
+def test_live_model_object(tiny_model):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    eng = HFEngine(model, AutoTokenizer.from_pretrained(tiny_model))
+    [[c]] = eng.continue_prefixes(["hello"], 1, stop=[], max_tokens=3, temperature=0)
+    assert c.n_tokens == 3

@@ -1,0 +1,80 @@
+"""vLLM (CPU build) offline and as an OpenAI server, on the tiny random Qwen2; LoRA swaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codethinker.engines.base import Engine
+from codethinker.sampling.dbs import DBSConfig, dbs_sample
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+
+def make_adapter(base: Path, out: Path, seed: int) -> Path:
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    cfg = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "o_proj"], init_lora_weights=False)
+    peft_model = get_peft_model(model, cfg)
+    with torch.no_grad():
+        for name, p in peft_model.named_parameters():
+            if "lora_B" in name:
+                p.mul_(50.0)  # a large change: the greedy continuation must differ
+    peft_model.save_pretrained(out)
+    return out
+
+
+def test_offline_engine_contract(vllm_engine):
+    assert isinstance(vllm_engine, Engine)
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "hi"}])
+    out = vllm_engine.continue_prefixes([prompt, prompt + "a"], 3, stop=["e"], max_tokens=10, seed=1)
+    assert [len(r) for r in out] == [3, 3]
+    for c in (c for r in out for c in r):
+        assert 1 <= c.n_tokens <= 10
+        assert c.finish_reason == "length" or c.text.endswith("e") or c.n_tokens < 10
+    [g] = vllm_engine.continue_prefixes([prompt], 2, stop=[], max_tokens=5, temperature=0)
+    assert g[0] == g[1] and g[0].finish_reason == "length"
+
+
+def test_lora_swap_changes_the_policy(vllm_engine, tiny_model, tmp_path):
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "hi"}])
+
+    def greedy():
+        return vllm_engine.continue_prefixes([prompt], 1, stop=[], max_tokens=8, temperature=0)[0][0].text
+
+    base = greedy()
+    vllm_engine.set_lora(make_adapter(tiny_model, tmp_path / "a1", seed=1))
+    first = greedy()
+    vllm_engine.set_lora(make_adapter(tiny_model, tmp_path / "a2", seed=2))
+    second = greedy()
+    assert vllm_engine.lora_version == 2
+    vllm_engine.set_lora(None)
+    assert greedy() == base
+    assert first != base and second != first
+
+
+def test_dbs_runs_on_vllm(vllm_engine):
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "trace"}])
+    [res] = dbs_sample(vllm_engine, [prompt], [lambda t: float(t.count("e"))],
+                       DBSConfig(budget=4, max_tokens=24, block_stop=["e"], final_stop=["a"], seed=0))
+    assert len(res.completions) == 4
+    assert all(c.n_tokens <= 24 for c in res.completions)
+    assert res.tokens_generated >= max(c.n_tokens for c in res.completions)
+
+
+def test_openai_engine_against_vllm_server(vllm_server, tiny_model):
+    from codethinker.engines.openai import OpenAIEngine
+
+    eng = OpenAIEngine(vllm_server.base_url, vllm_server.model, tokenizer=tiny_model, max_concurrency=2)
+    prompt = eng.apply_chat_template([{"role": "user", "content": "hi"}])
+    out = eng.continue_prefixes([prompt, prompt], 2, stop=["e"], max_tokens=10, seed=3)
+    assert [len(r) for r in out] == [2, 2]
+    for c in (c for r in out for c in r):
+        assert 1 <= c.n_tokens <= 10
+        if c.finish_reason == "stop" and "e" in c.text:
+            assert c.text.endswith("e")

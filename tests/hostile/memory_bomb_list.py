@@ -1,0 +1,4 @@
+# expect: memory
+# about: one huge allocation
+def f(ctx):
+    return len([0] * 10**10)

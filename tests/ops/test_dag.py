@@ -1,0 +1,110 @@
+"""The flow's view of dvc.yaml: order, upstream, classes, overrides (real DVC, no Prefect run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flows.pipeline import apply_overrides, classify, normalize_overrides, read_dag, select
+from tests.ops.toy import ROOT, make_toy
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_toy(
+        tmp_path_factory.mktemp("dag"),
+        {
+            "report": {"deps": ["train", "side"]},  # listed first: order must come from the DAG
+            "prep": {},
+            "train": {"deps": ["prep"]},
+            "side": {},
+        },
+    )
+
+
+def test_read_dag_orders_stages_by_dependency(toy: Path) -> None:
+    specs = read_dag(toy)
+    names = [s.name for s in specs]
+    assert sorted(names) == ["prep", "report", "side", "train"]
+    assert names.index("prep") < names.index("train") < names.index("report")
+    assert names.index("side") < names.index("report")
+    by = {s.name: s for s in specs}
+    assert by["report"].upstream == ("side", "train")
+    assert by["prep"].upstream == ()
+    assert by["train"].metrics == ("metrics/train.json",)
+    assert "out/train.json" in by["train"].outs
+
+
+def test_stage_added_to_dvc_yaml_appears(tmp_path: Path) -> None:
+    root = make_toy(tmp_path, {"a": {}})
+    data = yaml.safe_load((root / "dvc.yaml").read_text())
+    data["stages"]["b"] = {"cmd": "echo b", "deps": ["out/a.json"], "outs": ["out/b.json"]}
+    (root / "dvc.yaml").write_text(yaml.safe_dump(data))
+    assert [s.name for s in read_dag(root)] == ["a", "b"]
+
+
+def test_select_keeps_targets_and_upstream(toy: Path) -> None:
+    specs = read_dag(toy)
+    assert [s.name for s in select(specs, ["train"])] == ["prep", "train"]
+    assert len(select(specs, None)) == 4
+    with pytest.raises(ValueError, match="unknown stage"):
+        select(specs, ["nope"])
+
+
+def test_classify_reads_gpu_and_llm_from_params(toy: Path) -> None:
+    specs = read_dag(toy)
+    params = {
+        "base": {"profile": "default"},
+        "prep": {"backend": "rule"},
+        "side": {"gen": {"teacher": {"default": "rule", "full": "llm"}}},
+        "report": {"engine_backend": "llm"},
+        "flow": {"gpu_stages": ["train"]},
+    }
+    c = classify(specs, params)
+    assert c["train"] == {"gpu": True, "llm": False, "retry": True}
+    assert c["report"] == {"gpu": True, "llm": True, "retry": True}
+    assert c["prep"] == {"gpu": False, "llm": False, "retry": False}
+    assert c["side"]["llm"] is False  # the default profile uses the rule teacher
+    params["base"]["profile"] = "full"
+    params["flow"]["llm_uses_gpu"] = False
+    c = classify(specs, params)
+    assert c["side"] == {"gpu": False, "llm": True, "retry": True}
+
+
+def test_project_dag_reads() -> None:
+    """The real dvc.yaml parses and every stage's section is classified (whatever stages exist now)."""
+    if not (ROOT / ".dvc").is_dir():
+        pytest.skip("the project is not `dvc init`ed in this checkout")
+    specs = read_dag(ROOT)
+    assert specs, "dvc.yaml has no stages"
+    classify(specs, yaml.safe_load((ROOT / "params.yaml").read_text()))
+
+
+def test_overrides_write_params_like_dvc_exp_run(tmp_path: Path) -> None:
+    p = tmp_path / "params.yaml"
+    p.write_text("# keep me\nsft:\n  epochs: 1  # inline\n  lr: 0.1\ngen_inputs:\n  backend: rule\n")
+    applied = apply_overrides(tmp_path, {"sft.epochs": 3, "gen_inputs.backend": "llm"})
+    assert applied == ["sft.epochs=3", "gen_inputs.backend=llm"]
+    text = p.read_text()
+    assert "# keep me" in text and "# inline" in text
+    data = yaml.safe_load(text)
+    assert data["sft"] == {"epochs": 3, "lr": 0.1}
+    assert data["gen_inputs"]["backend"] == "llm"
+    apply_overrides(tmp_path, ["sft.lr=0.5", "+sft.extra=[1,2]"])
+    assert yaml.safe_load(p.read_text())["sft"] == {"epochs": 3, "lr": 0.5, "extra": [1, 2]}
+    with pytest.raises(Exception, match="set-param"):
+        apply_overrides(tmp_path, ["sft.no_such_key=1"])
+
+
+def test_normalize_overrides_forms() -> None:
+    assert normalize_overrides(None) == []
+    assert normalize_overrides({"a.b": True, "a.c": None, "a.d": "two words", "a.e": [1, "x"]}) == [
+        "a.b=true",
+        "a.c=null",
+        'a.d="two words"',
+        "a.e=[1,x]",
+    ]
+    with pytest.raises(ValueError):
+        normalize_overrides(["no-equals"])

@@ -1,0 +1,193 @@
+"""codethinker.tracking on a real MLflow SQLite store: parent/child runs, reaping, failures, registry."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from codethinker import tracking
+from codethinker.tracking import TrackingUnavailable, pipeline_run, register_adapter, stage_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _runs(root: Path):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("codethinker")
+    return client, client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def _by_name(runs):
+    out: dict[str, list] = {}
+    for r in runs:
+        out.setdefault(r.data.tags["mlflow.runName"], []).append(r)
+    return out
+
+
+def test_stage_runs_hang_under_one_parent_with_params_metrics_artifacts(tracking_on: Path) -> None:
+    root = tracking_on
+    (root / "dvc.yaml").write_text(
+        "stages:\n  a:\n    cmd: x\n    outs: [out/a.jsonl]\n    metrics: [{metrics/a.json: {cache: false}}]\n"
+    )
+    with stage_run("a", {"min_lines": 5, "base": {"seed": 0}}) as run:
+        (root / "out").mkdir()
+        (root / "out/a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+        (root / "metrics").mkdir()
+        (root / "metrics/a.json").write_text(json.dumps({"kept": 2, "dropped": {"too short": 3}, "note": "text"}))
+        run.log_metrics({"loss": 0.5}, step=1)
+        run.log_metrics({"loss": 0.25}, step=2)
+    with stage_run("b", {"k": "v"}):
+        pass
+    client, runs = _runs(root)
+    by = _by_name(runs)
+    parent = by["pipeline (manual stage run)"]
+    assert len(parent) == 1 and parent[0].info.status == "FINISHED"
+    pid = parent[0].info.run_id
+    a, b = by["a"][0], by["b"][0]
+    assert a.data.tags["mlflow.parentRunId"] == pid == b.data.tags["mlflow.parentRunId"]
+    assert a.info.status == b.info.status == "FINISHED"
+    assert a.data.params == {"min_lines": "5", "base.seed": "0"}
+    assert a.data.metrics["kept"] == 2 and a.data.metrics["dropped.too short"] == 3
+    assert [m.value for m in client.get_metric_history(a.info.run_id, "loss")] == [0.5, 0.25]
+    arts = {f.path for f in client.list_artifacts(a.info.run_id)}
+    assert {"manifest.json", "metrics", "outs"} <= arts
+    manifest = client.download_artifacts(a.info.run_id, "manifest.json", str(root / "dl"))
+    files = json.loads(Path(manifest).read_text())["files"]
+    assert files[str(root / "out/a.jsonl")]["lines"] == 2
+
+
+def test_owned_parent_from_env_is_ended_by_its_owner(tracking_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pipeline_run("pipeline test", params={"overrides": "none"}) as parent:
+        monkeypatch.setenv("CODETHINKER_PARENT_RUN_ID", parent.run_id)
+        with stage_run("a"):
+            pass
+        client, _ = _runs(tracking_on)
+        assert client.get_run(parent.run_id).info.status == "RUNNING"  # stages leave it to the owner
+    assert client.get_run(parent.run_id).info.status == "FINISHED"
+    child = _by_name(_runs(tracking_on)[1])["a"][0]
+    assert child.data.tags["mlflow.parentRunId"] == parent.run_id
+    with pytest.raises(RuntimeError), pipeline_run("failing") as failing:
+        raise RuntimeError("boom")
+    assert client.get_run(failing.run_id).info.status == "FAILED"
+
+
+def test_failed_stage_fails_child_and_its_implicit_parent(tracking_on: Path) -> None:
+    with pytest.raises(ValueError), stage_run("bad"):
+        raise ValueError("x")
+    by = _by_name(_runs(tracking_on)[1])
+    assert by["bad"][0].info.status == "FAILED"
+    assert by["pipeline (manual stage run)"][0].info.status == "FAILED"
+
+
+def test_runs_of_dead_owners_are_reaped(tracking_on: Path) -> None:
+    with stage_run("first"):
+        pass
+    client, runs = _runs(tracking_on)
+    exp_id = runs[0].info.experiment_id
+    dead = client.create_run(
+        exp_id,
+        run_name="killed flow",
+        tags={"codethinker.pipeline": "1", "codethinker.owner": f"{socket.gethostname()}:999999999:1"},
+    )
+    other_host = client.create_run(exp_id, run_name="elsewhere", tags={"codethinker.owner": "some-other-host:1:1"})
+    with stage_run("second"):
+        pass
+    assert client.get_run(dead.info.run_id).info.status == "KILLED"
+    assert client.get_run(other_host.info.run_id).info.status == "RUNNING"  # cannot tell: left alone
+
+
+@pytest.mark.slow
+def test_sigterm_ends_stage_run_killed(tracking_on: Path) -> None:
+    code = (
+        "import os, signal\n"
+        "from codethinker.tracking import stage_run\n"
+        "with stage_run('term'):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tracking_on, env=env, timeout=300)
+    assert proc.returncode == 128 + 15
+    by = _by_name(_runs(tracking_on)[1])
+    assert by["term"][0].info.status == "KILLED"
+    assert by["pipeline (manual stage run)"][0].info.status == "KILLED"
+
+
+def test_closed_port_fails_fast_naming_the_uri(
+    tracking_on: Path, monkeypatch: pytest.MonkeyPatch, free_port: int
+) -> None:
+    uri = f"http://127.0.0.1:{free_port}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    t0 = time.monotonic()
+    with pytest.raises(TrackingUnavailable, match=f"127.0.0.1:{free_port}"), stage_run("a"):
+        pytest.fail("the stage body must not run")
+    assert time.monotonic() - t0 < 120  # generous: "fast" means no retry loop, not a benchmark
+
+
+def test_silent_server_times_out_instead_of_hanging(tracking_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as srv:  # accepts connections (backlog) but never answers
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{srv.getsockname()[1]}")
+        t0 = time.monotonic()
+        with pytest.raises(TrackingUnavailable, match="unreachable"), stage_run("a"):
+            pass
+        assert time.monotonic() - t0 < 120
+
+
+def test_fallback_local_writes_to_sqlite(tracking_on: Path, monkeypatch: pytest.MonkeyPatch, free_port: int) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{free_port}")
+    monkeypatch.setenv("CODETHINKER_TRACKING_FALLBACK", "local")
+    with stage_run("a", {"k": 1}) as run:
+        run.log_metrics({"m": 1})
+    run_a = _by_name(_runs(tracking_on)[1])["a"][0]
+    assert run_a.data.tags["codethinker.fallback_from"] == f"http://127.0.0.1:{free_port}"
+    assert run_a.data.metrics == {"m": 1.0}
+
+
+def test_register_adapter_creates_versions(tracking_on: Path) -> None:
+    adapter = tracking_on / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "models/base", "r": 8}))
+    (adapter / "adapter_model.safetensors").write_bytes(b"\0" * 64)
+    assert register_adapter(adapter, "toy-sft") is None  # no stage run active
+    with stage_run("sft"):
+        v1 = register_adapter(adapter, "toy-sft", tags={"step": 10})
+    with stage_run("grpo") as run:
+        v2 = run.register_adapter(adapter, "toy-sft")
+    assert (v1, v2) == ("1", "2")
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    mlflow.set_tracking_uri(f"sqlite:///{tracking_on / 'mlflow.db'}")
+    mv = MlflowClient().get_model_version("toy-sft", "1")
+    assert mv.tags["base_model"] == "models/base" and mv.tags["step"] == "10"
+    local = mlflow.artifacts.download_artifacts("models:/toy-sft/2", dst_path=str(tracking_on / "dl"))
+    assert sorted(p.name for p in Path(local).iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
+
+
+def test_tracking_off_is_a_no_op(tracking_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODETHINKER_TRACKING", "off")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # never contacted
+    empty_size = tracking_on.joinpath("mlflow.db").stat().st_size
+    with stage_run("a", {"k": 1}) as run:
+        run.log_metrics({"m": 1})
+        assert register_adapter(tracking_on, "x") is None
+    with pipeline_run() as parent:
+        assert parent.run_id is None
+    assert tracking_on.joinpath("mlflow.db").stat().st_size == empty_size
+
+
+def test_owner_keys() -> None:
+    me = tracking._proc_key(os.getpid())
+    assert me and tracking._alive(me)
+    assert not tracking._alive(f"{socket.gethostname()}:999999999:1")
+    assert tracking._alive("another-host:1:1")

@@ -1,0 +1,353 @@
+"""The ``codethinker`` command line: ``trace`` and ``score``, in process and once as a real process."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codethinker.cli import main
+from codethinker.contra.render import render_trace
+from codethinker.contra.tracer import Flow
+from codethinker.contra.validate import validate
+
+PROGRAM = """# two-sum, a LeetCode-style function
+def f(nums, target):
+    seen = {}
+
+    for i, n in enumerate(nums):
+        if target - n in seen:
+            return [seen[target - n], i]
+        seen[n] = i
+    return []
+"""
+SCORE_KEYS = {"fmt", "deltas", "r_proc", "r_res", "reward", "rcs", "reason"}
+
+
+@pytest.fixture
+def prog(tmp_path: Path) -> Path:
+    p = tmp_path / "prog.py"
+    p.write_text(PROGRAM, encoding="utf-8")
+    return p
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(err: str) -> None:
+    assert err.startswith("codethinker: error: "), err
+    assert err.count("\n") == 1 and err.endswith("\n"), err
+    assert "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``trace --json`` of PROGRAM, run once for the module."""
+    d = tmp_path_factory.mktemp("cli")
+    code = d / "prog.py"
+    code.write_text(PROGRAM, encoding="utf-8")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["trace", "--code", str(code), "--input", "nums = [2,7], target = 9", "--json"])
+    assert rc == 0
+    p = d / "truth.json"
+    p.write_text(buf.getvalue(), encoding="utf-8")
+    return p
+
+
+def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
+    p = tmp_path / name
+    if isinstance(text, bytes):
+        p.write_bytes(text)
+    else:
+        p.write_text(text, encoding="utf-8")
+    return p
+
+
+# --------------------------------------------------------------------------- trace
+def test_trace_prints_a_valid_trace(capsys, prog, truth):
+    rc, out, err = run(capsys, "trace", "--code", prog, "--input", "nums = [2,7], target = 9")
+    assert rc == 0 and err == ""
+    text = out.rstrip("\n")
+    assert text.startswith("[TRACE]\n[CODE]\n[LINENO 0]    def f(nums, target):\n") and text.endswith("[/TRACE]")
+    assert "assert f(nums = [2,7], target = 9) == [0, 1]" in text
+    assert "#" not in text  # comments and blank lines are gone
+    flow = Flow.from_json(truth.read_text(encoding="utf-8"))
+    assert validate(out, flow).ok
+    assert text == render_trace(flow)
+
+
+def test_trace_json(capsys, truth):
+    d = json.loads(truth.read_text(encoding="utf-8"))
+    assert d["entry"] == "f" and d["input"] == "nums = [2,7], target = 9" and d["output"] == "[0, 1]"
+    assert [(b["start"], b["end"], b["weight"]) for b in d["blocks"]] == [(0, 1, 1), (2, 5, 3)]
+    assert d["blocks"][-1]["locals"] == "{'nums': [2, 7], 'target': 9, 'seen': {2: 0}, 'i': 1, 'n': 7}"
+
+
+def test_trace_positional_input_and_entry(capsys, tmp_path):
+    code = write(tmp_path, "g.py", "def g(a, b):\n    '''doc'''\n    return a * b\n")
+    rc, out, _ = run(capsys, "trace", "--code", code, "--input", "[1, 2], 3", "--entry", "g")
+    assert rc == 0
+    assert "assert g([1, 2], 3) == [1, 2, 1, 2, 1, 2]" in out
+
+
+def test_trace_expression_input(capsys, tmp_path):
+    code = write(tmp_path, "p.py", "def f(s):\n    return s.lower()\n")
+    rc, out, _ = run(capsys, "trace", "--code", code, "--input", "''.join(['A'] * 3)")
+    assert rc == 0 and "assert f(''.join(['A'] * 3)) == 'aaa'" in out
+
+
+# --------------------------------------------------------------------------- score
+def score(capsys, tmp_path, truth, rollout: str, *extra: str) -> dict:
+    r = write(tmp_path, "rollout.txt", rollout)
+    rc, out, err = run(capsys, "score", "--rollout", r, "--truth", truth, *extra)
+    assert rc == 0, err
+    assert out.count("\n") == 1  # one JSON object on one line
+    return json.loads(out)
+
+
+def test_score_accepts_the_trace_json(capsys, tmp_path, truth):
+    flow = Flow.from_json(truth.read_text(encoding="utf-8"))
+    out = score(capsys, tmp_path, truth, render_trace(flow))
+    assert set(out) >= SCORE_KEYS
+    assert (out["fmt"], out["deltas"], out["r_proc"], out["r_res"], out["reward"], out["rcs"], out["reason"]) == (
+        1,
+        [1, 1],
+        2.0,
+        2.0,
+        4.0,
+        1.0,
+        None,
+    )
+
+
+def test_score_invalid_rollout(capsys, tmp_path, truth):
+    out = score(capsys, tmp_path, truth, "no trace here")
+    assert set(out) >= SCORE_KEYS
+    assert (out["fmt"], out["reward"], out["reason"]) == (0, 0.0, "wrapper")
+
+
+def wrong_first_block(truth: Path) -> str:
+    flow = Flow.from_json(truth.read_text(encoding="utf-8"))
+    return render_trace(flow).replace("{'nums': [2, 7], 'target': 9, 'seen': {}}", "{'nums': [2, 7]}", 1)
+
+
+@pytest.mark.parametrize(
+    ("switches", "expected"),
+    [
+        ((), 0.5),  # weights 1, 3; block 1 wrong: R_proc = 2 * 1 / 4, gate closed
+        (("--no-prefix",), 0.5),
+        (("--no-gate",), 0.5 + 2.0),
+        (("--no-prm",), 2.0),
+        (("--no-orm",), 0.5),
+        (("--no-ccw", "--no-gate"), 2 * 1 / 2 + 2.0),
+        (("--alpha", "0.5"), 0.25),
+    ],
+)
+def test_score_switches(capsys, tmp_path, truth, switches, expected):
+    flow = Flow.from_json(truth.read_text(encoding="utf-8"))
+    text = render_trace(flow).replace("'seen': {2: 0}, 'i': 1", "'seen': {2: 0}, 'i': 0", 1)
+    base = score(capsys, tmp_path, truth, text)
+    assert base["deltas"] == [1, 0] and base["r_proc"] == pytest.approx(0.5) and base["r_res"] == 2.0
+    assert score(capsys, tmp_path, truth, text, *switches)["reward"] == pytest.approx(expected)
+
+
+def test_score_prefix_switch(capsys, tmp_path, truth):
+    # the prefix switch matters once a wrong block is followed by a right one
+    first = wrong_first_block(truth)
+    assert score(capsys, tmp_path, truth, first)["reward"] == 0.0
+    assert score(capsys, tmp_path, truth, first, "--no-prefix")["reward"] == pytest.approx(2 * 3 / 4)
+    assert score(capsys, tmp_path, truth, first, "--no-prefix", "--no-ccw")["reward"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("reward", "rollout", "expected"),
+    [
+        ("orm", "[THOUGHT]\nx\n[/THOUGHT]\n[ANSWER]\nassert f(nums = [2,7], target = 9) == [0, 1]\n[/ANSWER]", 2.0),
+        ("orm", "[THOUGHT]\nx\n[/THOUGHT]\n[ANSWER]\nassert f(nums = [2,7], target = 9) == [1, 0]\n[/ANSWER]", 0.0),
+        (
+            "whitebox",
+            "[THOUGHT]\nx\n[/THOUGHT]\n[WHITEBOX]\nQ1: [2, 7]\nQ2: list\n[/WHITEBOX]\n"
+            "[ANSWER]\nassert f(nums = [2,7], target = 9) == [0, 1]\n[/ANSWER]",
+            None,
+        ),
+    ],
+)
+def test_score_other_rewards(capsys, tmp_path, truth, reward, rollout, expected):
+    out = score(capsys, tmp_path, truth, rollout, "--reward", reward)
+    assert set(out) >= SCORE_KEYS
+    assert out["fmt"] == 1 and out["rcs"] == 0.0  # not a ConTra trace: no consistent block
+    if expected is None:  # 2 of 6 questions right: 2 * (0.5 + 0.5 * 2/6)
+        assert out["wb_acc"] == pytest.approx(2 / 6)
+        expected = 2 * (0.5 + 0.5 * 2 / 6)
+    assert out["reward"] == pytest.approx(expected)
+
+
+def test_score_orm_on_a_contra_trace_reports_rcs(capsys, tmp_path, truth):
+    out = score(capsys, tmp_path, truth, wrong_first_block(truth), "--reward", "orm")
+    assert out["reward"] == 2.0 and out["rcs"] == 0.0
+    flow = Flow.from_json(truth.read_text(encoding="utf-8"))
+    assert score(capsys, tmp_path, truth, render_trace(flow), "--reward", "orm")["rcs"] == 1.0
+
+
+# --------------------------------------------------------------------------- bad input: exit 2, one line
+def test_missing_code_file(capsys, tmp_path):
+    rc, out, err = run(capsys, "trace", "--code", tmp_path / "nope.py", "--input", "1")
+    assert rc == 2 and out == ""
+    one_line_error(err)
+    assert "not found" in err
+
+
+@pytest.mark.parametrize(
+    ("code", "inp", "needle"),
+    [
+        ("def g(x):\n    return x\n", "1", "does not define a function 'f'"),
+        ("def f(x:\n", "1", "syntax error"),
+        ("def f(x):\n    return x\n", "[1, 2", "cannot trace"),
+        ("def f(x):\n    return x\n", "1)", "cannot trace"),
+        ("def f(x):\n    return 1 / x\n", "0", "ZeroDivisionError"),
+        ("def f(x):\n    return iter([x])\n", "1", "no literal form"),
+        ("def f(x):\n    return x\n", "1, 2", "TypeError"),
+    ],
+)
+def test_bad_program_or_input(capsys, tmp_path, code, inp, needle):
+    p = write(tmp_path, "p.py", code)
+    rc, out, err = run(capsys, "trace", "--code", p, "--input", inp)
+    assert rc == 2 and out == ""
+    one_line_error(err)
+    assert needle in err
+
+
+def test_trace_timeout(capsys, tmp_path):
+    p = write(tmp_path, "p.py", "def f(x):\n    while True:\n        pass\n")
+    rc, _, err = run(capsys, "trace", "--code", p, "--input", "1", "--timeout", "0.5")
+    assert rc == 2
+    one_line_error(err)
+    assert "timeout" in err
+
+
+@pytest.mark.xfail(
+    reason="bug: `trace --timeout 0` (or negative) lets SandboxConfig's ValueError escape: "
+    "traceback and exit 1 instead of a one-line error and exit 2",
+    strict=True,
+)
+def test_trace_bad_timeout(capsys, prog):
+    rc, _, err = run(capsys, "trace", "--code", prog, "--input", "[1], 1", "--timeout", "0")
+    assert rc == 2
+    one_line_error(err)
+
+
+def test_code_file_not_utf8(capsys, tmp_path):
+    p = write(tmp_path, "p.py", b"\xff\xfe\x00def f")
+    rc, _, err = run(capsys, "trace", "--code", p, "--input", "1")
+    assert rc == 2
+    one_line_error(err)
+
+
+@pytest.mark.parametrize(
+    "truth_text",
+    [
+        "not json",
+        "",
+        "[1, 2]",
+        "null",
+        '{"entry": "f"}',
+        '{"entry": "f", "input": "1", "code": "def f(x):\\n    return x\\n", "output": "f(1)",'
+        ' "blocks": [{"start": 0, "end": 1, "weight": 1, "locals": "{}"}]}',
+    ],
+)
+def test_truth_that_is_not_a_truth_json(capsys, tmp_path, truth_text):
+    t = write(tmp_path, "t.json", truth_text)
+    r = write(tmp_path, "r.txt", "[TRACE]\n[/TRACE]")
+    rc, out, err = run(capsys, "score", "--rollout", r, "--truth", t)
+    assert rc == 2 and out == ""
+    one_line_error(err)
+
+
+@pytest.mark.xfail(
+    reason="bug: a truth JSON whose 'code' is not a string raises AttributeError in "
+    "Flow.from_json: traceback instead of exit 2",
+    strict=True,
+)
+def test_truth_json_with_wrong_field_type(capsys, tmp_path):
+    t = write(tmp_path, "t.json", '{"entry": "f", "input": "1", "code": 1, "output": "1", "blocks": []}')
+    r = write(tmp_path, "r.txt", "[TRACE]\n[/TRACE]")
+    rc, _, err = run(capsys, "score", "--rollout", r, "--truth", t)
+    assert rc == 2
+    one_line_error(err)
+
+
+def test_missing_rollout_and_truth_files(capsys, tmp_path, truth):
+    rc, _, err = run(capsys, "score", "--rollout", tmp_path / "nope.txt", "--truth", truth)
+    assert rc == 2
+    one_line_error(err)
+    r = write(tmp_path, "r.txt", "x")
+    rc, _, err = run(capsys, "score", "--rollout", r, "--truth", tmp_path / "nope.json")
+    assert rc == 2
+    one_line_error(err)
+    rc, _, err = run(capsys, "score", "--rollout", tmp_path, "--truth", truth)  # a directory
+    assert rc == 2
+    one_line_error(err)
+
+
+def test_usage_errors_exit_2(capsys):
+    for argv in (
+        [],
+        ["trace"],
+        ["score", "--rollout", "x"],
+        ["score", "--rollout", "x", "--truth", "y", "--reward", "prm"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+    capsys.readouterr()
+
+
+# --------------------------------------------------------------------------- a real process
+def cli_command() -> list[str]:
+    exe = Path(sys.executable).parent / "codethinker"
+    if exe.is_file() and os.access(exe, os.X_OK):
+        return [str(exe)]
+    found = shutil.which("codethinker")
+    return [found] if found else [sys.executable, "-m", "codethinker.cli"]
+
+
+def test_subprocess_round_trip(tmp_path, prog):
+    cmd = cli_command()
+    env = {**os.environ, "PYTHONWARNINGS": "error::DeprecationWarning"}
+    res = subprocess.run(
+        [*cmd, "trace", "--code", str(prog), "--input", "[3, 3], 6", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert res.returncode == 0, res.stderr
+    t = write(tmp_path, "truth.json", res.stdout)
+    flow = Flow.from_json(res.stdout)
+    assert flow.output == [0, 1]
+    r = write(tmp_path, "rollout.txt", render_trace(flow, ["seen starts empty.", "3 pairs with 3."]))
+    res = subprocess.run(
+        [*cmd, "score", "--rollout", str(r), "--truth", str(t)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["reward"] == 4.0
+    res = subprocess.run(
+        [*cmd, "trace", "--code", str(tmp_path / "missing.py"), "--input", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert res.returncode == 2 and res.stdout == ""
+    one_line_error(res.stderr)
