@@ -23,6 +23,13 @@ class CLIError(Exception):
     """An expected error: reported in one line, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit code 2 through :func:`main`)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CLIError(f"{self.prog}: {message} (see --help)")
+
+
 def _read(path: str, what: str) -> str:
     p = Path(path)
     if not p.is_file():
@@ -31,6 +38,16 @@ def _read(path: str, what: str) -> str:
         return p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CLIError(f"cannot read {what} file {path}: {exc}") from None
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -87,14 +104,14 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="codethinker", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="codethinker", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     t = sub.add_parser("trace", help="print the ground-truth ConTra trace of f(input)")
     t.add_argument("--code", required=True, help="Python file that defines the function")
     t.add_argument("--input", required=True, help="argument text as inside f(...), e.g. '[1, 2], 3'")
     t.add_argument("--entry", default="f", help="name of the function under test (default: f)")
     t.add_argument("--json", action="store_true", help="print the flow as truth JSON instead")
-    t.add_argument("--timeout", type=float, default=2.0, help="seconds before the run is stopped")
+    t.add_argument("--timeout", type=_positive, default=2.0, help="seconds before the run is stopped")
     t.set_defaults(func=cmd_trace)
     s = sub.add_parser("score", help="score a rollout against a truth JSON")
     s.add_argument("--rollout", required=True, help="text file with the model output")
@@ -115,8 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         return int(args.func(args))
     except CLIError as exc:
         print(f"codethinker: error: {exc}", file=sys.stderr)

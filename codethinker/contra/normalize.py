@@ -48,16 +48,18 @@ def _parse(source: str) -> ast.Module:
         raise NormalizeError(f"syntax error: {exc}") from None
 
 
-def _string_interior_lines(source: str) -> set[int]:
-    """1-based lines that lie inside (after the first line of) a multi-line string token."""
-    keep: set[int] = set()
+def _string_lines(source: str) -> tuple[set[int], set[int]]:
+    """1-based lines touched by a multi-line string token: (interior lines, all its lines)."""
+    interior: set[int] = set()
+    touched: set[int] = set()
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
             if tok.type in _STRING_TOKENS and tok.end[0] > tok.start[0]:
-                keep.update(range(tok.start[0] + 1, tok.end[0] + 1))
+                interior.update(range(tok.start[0] + 1, tok.end[0] + 1))
+                touched.update(range(tok.start[0], tok.end[0] + 1))
     except (tokenize.TokenError, SyntaxError, IndentationError) as exc:
         raise NormalizeError(f"cannot tokenize: {exc}") from None
-    return keep
+    return interior, touched
 
 
 def _dump(tree: ast.AST) -> str:
@@ -81,7 +83,7 @@ def normalize_source(source: str, entry: str = "f") -> Normalized:
         and body[0].end_lineno < body[1].lineno
     ):
         drop.update(range(body[0].lineno, body[0].end_lineno + 1))
-    protected = _string_interior_lines(source)
+    protected, in_string = _string_lines(source)
     for i, line in enumerate(raw, start=1):
         s = line.strip()
         if i not in protected and (not s or s.startswith("#")):
@@ -95,12 +97,14 @@ def normalize_source(source: str, entry: str = "f") -> Normalized:
     if after:
         if any(isinstance(n, ast.If | ast.For | ast.While | ast.Expr | ast.Try | ast.With) for n in after):
             raise NormalizeError(f"module-level code runs after '{entry}' is defined")
-        first_after = min(n.lineno for n in after)
+        if any(isinstance(x, ast.Name) and x.id == entry for n in after for x in ast.walk(n)):
+            raise NormalizeError(f"module-level code after '{entry}' refers to it")
+        first_after = min(min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", []))]) for n in after)
         order = list(range(1, fn_start)) + list(range(first_after, len(raw) + 1))
         order += list(range(fn_start, first_after))
     else:
         order = list(range(1, len(raw) + 1))
-    lines = tuple(raw[i - 1].rstrip() for i in order if i not in drop)
+    lines = tuple(raw[i - 1] if i in in_string else raw[i - 1].rstrip() for i in order if i not in drop)
     text = "\n".join(lines) + "\n"
     new_tree = _parse(text)
     expected = ast.Module(body=[*tree.body[:idx], *after, _without_docstring(fn, drop)], type_ignores=[])

@@ -90,21 +90,42 @@ class Flow:
         return _flow_from_json(json.dumps(d))
 
 
+def _field(d: Any, key: str, typ: type, where: str) -> Any:
+    if not isinstance(d, dict) or key not in d:
+        raise ValueError(f"{where}: missing field '{key}'")
+    value = d[key]
+    if type(value) is not typ:
+        raise ValueError(f"{where}: field '{key}' must be {typ.__name__}, got {type(value).__name__}")
+    return value
+
+
 @functools.lru_cache(maxsize=8192)
 def _flow_from_json(text: str) -> Flow:
     try:
         d = json.loads(text)
-        lines = tuple(d["code"].rstrip("\n").split("\n"))
-        blocks = tuple(
-            Block(int(b["start"]), int(b["end"]), int(b["weight"]), parse_literal(b["locals"]), b["locals"])
-            for b in d["blocks"]
-        )
-        flow = Flow(d["entry"], d["input"], lines, blocks, parse_literal(d["output"]), d["output"])
-    except (KeyError, TypeError, ValueError) as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"not a ConTra truth JSON: {exc}") from None
-    if not blocks or blocks[0].start != 0:
-        raise ValueError("not a ConTra truth JSON: blocks must start at LINENO 0")
-    return flow
+    where = "truth JSON"
+    lines = tuple(_field(d, "code", str, where).rstrip("\n").split("\n"))
+    blocks, next_line = [], 0
+    for i, b in enumerate(_field(d, "blocks", list, where)):
+        at = f"{where} blocks[{i}]"
+        start, end, weight = (_field(b, k, int, at) for k in ("start", "end", "weight"))
+        if start != next_line or end < start or end >= len(lines) or weight < 1:
+            raise ValueError(f"{at}: needs start == {next_line}, start <= end < {len(lines)}, weight >= 1")
+        loc_text = _field(b, "locals", str, at)
+        loc = parse_literal(loc_text)
+        if type(loc) is not dict:
+            raise ValueError(f"{at}: 'locals' must be a dict literal")
+        blocks.append(Block(start, end, weight, loc, loc_text))
+        next_line = end + 1
+    if not blocks:
+        raise ValueError(f"{where}: no blocks")
+    entry, input_text = _field(d, "entry", str, where), _field(d, "input", str, where)
+    if not entry.isidentifier() or "\n" in input_text:
+        raise ValueError(f"{where}: 'entry' must be a name and 'input' one line")
+    out_text = _field(d, "output", str, where)
+    return Flow(entry, input_text, lines, tuple(blocks), parse_literal(out_text), out_text)
 
 
 @dataclass(frozen=True)
@@ -181,14 +202,20 @@ def trace_runner(fn: Callable[..., Any], args: tuple, kwargs: dict, options: dic
 ARGS_FN = "codethinker_input_"
 
 
-def _prepare(source: str, args_text: str, entry: str) -> tuple[Any, Any, tuple, dict, str | None]:
+def _one_line(args: tuple, kwargs: dict) -> str:
+    return ", ".join([*(literal_repr(a) for a in args), *(f"{k}={literal_repr(v)}" for k, v in kwargs.items())])
+
+
+def _prepare(source: str, args_text: str, entry: str) -> tuple[Any, Any, tuple, dict, str | None, str]:
     """Normalize and split; parse literal arguments, or mark expression arguments (some benchmark
-    inputs, e.g. CRUXEval's ``''.join(['A'] * 20)``) for evaluation inside the sandbox."""
+    inputs, e.g. CRUXEval's ``''.join(['A'] * 20)``) for evaluation inside the sandbox. The last
+    item is the input as shown in RETURN: always one line."""
     prog = normalize_source(source, entry)
     specs = split_blocks(prog)
     try:
         args, kwargs = parse_call_args(args_text)
-        return prog, specs, args, kwargs, None
+        shown = args_text.strip() if "\n" not in args_text else _one_line(args, kwargs)
+        return prog, specs, args, kwargs, None, shown
     except ValueError:
         try:
             call = ast.parse(f"_f({args_text})", mode="eval").body
@@ -197,7 +224,7 @@ def _prepare(source: str, args_text: str, entry: str) -> tuple[Any, Any, tuple, 
         if not isinstance(call, ast.Call) or "\n" in args_text:
             raise ValueError("input is not a plain argument list") from None
         wrapper = f"\n\ndef {ARGS_FN}():\n    return (lambda *a, **k: (a, k))({args_text})\n"
-        return prog, specs, (), {}, prog.text + wrapper
+        return prog, specs, (), {}, prog.text + wrapper, args_text.strip()
 
 
 def trace_many(
@@ -213,10 +240,10 @@ def trace_many(
     items = list(items)
     outcomes: list[TraceOutcome | None] = [None] * len(items)
     jobs: list[Job] = []
-    pending: list[tuple[int, Any, Any]] = []
+    pending: list[tuple[int, Any, Any, str]] = []
     for i, (source, args_text, entry) in enumerate(items):
         try:
-            prog, specs, args, kwargs, expr_source = _prepare(source, args_text, entry)
+            prog, specs, args, kwargs, expr_source, shown = _prepare(source, args_text, entry)
         except (NormalizeError, ValueError) as exc:
             outcomes[i] = TraceOutcome(None, f"bad program or input: {exc}")
             continue
@@ -225,7 +252,7 @@ def trace_many(
             options["args_fn"] = ARGS_FN
         job_source = expr_source or prog.text
         jobs.append(Job(source=job_source, args=args, kwargs=kwargs, entry=entry, runner="trace", options=options))
-        pending.append((i, prog, specs))
+        pending.append((i, prog, specs, shown))
     own = sandbox is None
     sb = Sandbox(sandbox_config) if own else sandbox
     try:
@@ -233,8 +260,8 @@ def trace_many(
     finally:
         if own:
             sb.close()
-    for (i, prog, specs), res in zip(pending, results, strict=True):
-        outcomes[i] = _build(prog, specs, items[i][1], res)
+    for (i, prog, specs, shown), res in zip(pending, results, strict=True):
+        outcomes[i] = _build(prog, specs, shown, res)
     return [o for o in outcomes if o is not None]
 
 
@@ -263,5 +290,5 @@ def _build(prog: Any, specs: list, args_text: str, res: Any) -> TraceOutcome:
         out_text = literal_repr(res.value["value"])
     except NoLiteral as exc:
         return TraceOutcome(None, f"output has no literal form ({exc})")
-    flow = Flow(prog.entry, args_text.strip(), prog.lines, tuple(blocks), res.value["value"], out_text)
+    flow = Flow(prog.entry, args_text, prog.lines, tuple(blocks), res.value["value"], out_text)
     return TraceOutcome(flow)

@@ -12,7 +12,7 @@ megabytes of junk) is rejected quickly with bounded memory. Rules, as ``reason``
 ``lineno``         a code line is not ``[LINENO X]`` + four spaces + source, X >= 0
 ``lineno_order``   LINENOs not consecutive, first block not at 0, or a gap between blocks
 ``locals``         a LOCALS body is not a dict literal
-``return``         RETURN is not one ``assert <entry>(...) == <literal>``
+``return``         RETURN is not one ``assert <entry>(<the input>) == <literal>``
 ``block_count``    number of blocks differs from the ground truth
 ``block_range``    a block's LINENO range differs from the ground truth
 ``code``           a code line differs from the source (outer white space ignored)
@@ -25,6 +25,7 @@ megabytes of junk) is rejected quickly with bounded memory. Rules, as ``reason``
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,7 +73,18 @@ class _Eof(Exception):
     """Input ended inside a group (only an error for complete traces)."""
 
 
-def _parse_assert(line: str, entry: str | None) -> tuple[Any, str]:
+@functools.lru_cache(maxsize=4096)
+def _call_args_dump(input_text: str) -> str | None:
+    try:
+        call = ast.parse(f"_f({input_text})", mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    return ast.dump(ast.Tuple([*call.args, *call.keywords], ast.Load())) if isinstance(call, ast.Call) else None
+
+
+def _parse_assert(line: str, entry: str | None, input_text: str | None = None) -> tuple[Any, str]:
+    """``(answer literal, its text)`` of ``assert entry(...) == <literal>``; with ``input_text`` the
+    call's arguments must be that input (same AST), so an assertion about another call earns nothing."""
     if len(line) > MAX_LITERAL_CHARS:
         raise _Fail("too_long", "RETURN longer than the cap")
     try:
@@ -92,6 +104,10 @@ def _parse_assert(line: str, entry: str | None) -> tuple[Any, str]:
     )
     if not ok:
         raise _Fail("return", f"RETURN must be one `assert {entry or 'f'}(...) == <literal>`")
+    if input_text is not None and ast.dump(ast.Tuple([*call.args, *call.keywords], ast.Load())) != _call_args_dump(
+        input_text
+    ):
+        raise _Fail("return", "the call in RETURN is not the given input")
     right = cmp.comparators[0]
     try:
         value = ast.literal_eval(right)
@@ -101,7 +117,13 @@ def _parse_assert(line: str, entry: str | None) -> tuple[Any, str]:
     return value, raw[right.col_offset : right.end_col_offset].decode(errors="replace")
 
 
-def _scan(text: str, entry: str | None, partial: bool, known: tuple[str, Any, str] | None = None) -> Validation:
+def _scan(
+    text: str,
+    entry: str | None,
+    partial: bool,
+    known: tuple[str, Any, str] | None = None,
+    input_text: str | None = None,
+) -> Validation:
     """Structure rules; ``known`` = (truth assertion line, output, output text) skips re-parsing
     a RETURN that matches the truth character for character."""
     if len(text) > MAX_TRACE_CHARS:
@@ -175,7 +197,7 @@ def _scan(text: str, entry: str | None, partial: bool, known: tuple[str, Any, st
                 if known is not None and ret[0].strip() == known[0]:
                     value, answer_text = known[1], known[2]
                 else:
-                    value, answer_text = _parse_assert(ret[0], entry)
+                    value, answer_text = _parse_assert(ret[0], entry, input_text)
                 expect("[/TRACE]")
                 if pos != n:
                     raise _Fail("wrapper", "text after [/TRACE]")
@@ -240,7 +262,7 @@ def parse_trace(text: str, entry: str | None = None) -> Validation:
 def validate(text: str, flow: Flow) -> Validation:
     """All rules of SPEC §3 against the ground-truth ``flow``; ``ok`` is the reward's ``fmt``."""
     known = (f"assert {flow.entry}({flow.input}) == {flow.output_text}", flow.output, flow.output_text)
-    v = _scan(text, flow.entry, partial=False, known=known)
+    v = _scan(text, flow.entry, partial=False, known=known, input_text=flow.input)
     return _check_truth(v, flow, partial=False) if v.ok else v
 
 

@@ -29,6 +29,7 @@ __all__ = ["NoLiteral", "canonicalize", "literal_repr", "parse_call_args", "pars
 
 _SCALARS = (type(None), bool, int, str, bytes, complex)
 MAX_DEPTH = 100  # deeper values are treated as having no literal form
+_BIG_INT_BITS = 12_000  # ints this long may exceed the int-to-str digit limit: check them
 
 
 class NoLiteral(ValueError):
@@ -38,6 +39,11 @@ class NoLiteral(ValueError):
 def canonicalize(value: Any, _depth: int = 0, _path: frozenset[int] = frozenset()) -> Any:
     """Return a plain-builtin copy of ``value`` or raise :class:`NoLiteral`."""
     t = type(value)
+    if t is int and value.bit_length() > _BIG_INT_BITS:
+        try:
+            str(value)
+        except ValueError:
+            raise NoLiteral("int with more digits than sys.get_int_max_str_digits()") from None
     if t in _SCALARS:
         if t is complex and not (math.isfinite(value.real) and math.isfinite(value.imag)):
             raise NoLiteral("complex with nan/inf")

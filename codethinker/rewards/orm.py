@@ -28,8 +28,8 @@ MAX_CHARS = 2_000_000
 _TAGS = frozenset({"[THOUGHT]", "[/THOUGHT]", "[ANSWER]", "[/ANSWER]"})
 
 
-def parse_vanilla(text: str, entry: str) -> tuple[bool, Any, str | None]:
-    """``(fmt, answer, reason)`` for a vanilla-tracing rollout."""
+def parse_vanilla(text: str, entry: str, input_text: str | None = None) -> tuple[bool, Any, str | None]:
+    """``(fmt, answer, reason)`` for a vanilla-tracing rollout (``input_text``: see ``_parse_assert``)."""
     if len(text) > MAX_CHARS:
         return False, None, "too_long"
     lines = text.strip("\n").split("\n")
@@ -43,7 +43,7 @@ def parse_vanilla(text: str, entry: str) -> tuple[bool, Any, str | None]:
     if len(answer) != 1:
         return False, None, "return"
     try:
-        value, _ = _parse_assert(answer[0], entry)
+        value, _ = _parse_assert(answer[0], entry, input_text)
     except _Fail as f:
         return False, None, f.reason
     return True, value, None
@@ -55,7 +55,7 @@ def orm_score(solution_str: str, flow: Flow) -> dict[str, Any]:
         v = validate(solution_str, flow)
         fmt, answer, reason = v.ok, v.answer, v.reason
     else:
-        fmt, answer, reason = parse_vanilla(solution_str, flow.entry)
+        fmt, answer, reason = parse_vanilla(solution_str, flow.entry, flow.input)
     answer_ok = int(fmt and strict_equal(answer, flow.output))
     r_res = 2.0 * answer_ok
     return {

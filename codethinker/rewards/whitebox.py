@@ -31,11 +31,10 @@ from typing import Any
 
 from codethinker.contra.tracer import Flow
 from codethinker.contra.values import parse_literal, strict_equal
-from codethinker.rewards.orm import parse_vanilla
+from codethinker.rewards.orm import MAX_CHARS, parse_vanilla
 
 __all__ = ["Question", "compute_score", "whitebox_questions", "whitebox_reward", "whitebox_score"]
 
-_GROUP = re.compile(r"^\[WHITEBOX\]\n(.*?)^\[/WHITEBOX\]\n", re.S | re.M)
 _ANSWER = re.compile(r"Q(\d{1,3}):[ \t]*(.*)\Z")
 
 
@@ -66,20 +65,25 @@ def whitebox_questions(flow: Flow, k: int = 6) -> list[Question]:
 
 def _answers(text: str) -> tuple[str, dict[int, str]]:
     """Split off the ``[WHITEBOX]`` group; return the remaining vanilla text and the answers."""
-    m = _GROUP.search(text)
-    if not m:
+    if len(text) > MAX_CHARS:
+        return text, {}
+    lines = text.split("\n")
+    try:
+        i = lines.index("[WHITEBOX]")
+        j = lines.index("[/WHITEBOX]", i + 1)
+    except ValueError:
         return text, {}
     answers: dict[int, str] = {}
-    for line in m.group(1).split("\n"):
+    for line in lines[i + 1 : j]:
         a = _ANSWER.match(line.strip())
         if a:
             answers.setdefault(int(a.group(1)), a.group(2).strip())
-    return text[: m.start()] + text[m.end() :], answers
+    return "\n".join(lines[:i] + lines[j + 1 :]), answers
 
 
 def whitebox_score(solution_str: str, flow: Flow, a: float = 0.5, k: int = 6) -> dict[str, Any]:
     rest, answers = _answers(solution_str)
-    fmt, answer, reason = parse_vanilla(rest, flow.entry)
+    fmt, answer, reason = parse_vanilla(rest, flow.entry, flow.input)
     io = int(fmt and strict_equal(answer, flow.output))
     qs = whitebox_questions(flow, k)
     correct = 0

@@ -49,11 +49,6 @@ def test_blank_line_inside_f_string_is_kept():
     assert run(n.text, 1) == "<\n\n1>"
 
 
-@pytest.mark.xfail(
-    reason="bug: normalize rstrips every line, also lines inside a multi-line string, so a "
-    "program whose string holds trailing spaces is refused ('would change the program')",
-    strict=True,
-)
 def test_trailing_spaces_inside_a_string_are_kept():
     src = 'def f(x):\n    s = """a   \nb"""\n    return s\n'
     n = normalize_source(src)
@@ -93,11 +88,6 @@ def test_helpers_below_f_move_above_it():
     same_program(src, n.text)
 
 
-@pytest.mark.xfail(
-    reason="bug: a decorated helper below f is moved without its decorator line "
-    "(first_after uses the def's lineno), so normalization fails",
-    strict=True,
-)
 def test_decorated_helper_below_f_moves_with_its_decorator():
     src = "import functools\ndef f(x):\n    return g(x)\n@functools.cache\ndef g(x):\n    return x + 1\n"
     n = normalize_source(src)
@@ -111,11 +101,6 @@ def test_decorated_helper_below_f_moves_with_its_decorator():
     )
 
 
-@pytest.mark.xfail(
-    reason="bug: a module-level line below f that uses f is moved above f; the "
-    "normalized program raises NameError (it must be kept or refused)",
-    strict=True,
-)
 def test_moving_lines_never_breaks_the_program():
     src = "def f(x):\n    return x\nalias = f\n"
     try:

@@ -147,11 +147,6 @@ def test_cyclic_value_is_left_out(sb):
     assert [b.locals for b in flow.blocks] == [{"x": 1, "l": []}, {"x": 1}, {"x": 1}]
 
 
-@pytest.mark.xfail(
-    reason="bug: a local int too large for repr (> 4300 digits) is not left out: "
-    "the whole sample fails with 'locals have no literal form'",
-    strict=True,
-)
 def test_huge_int_local_is_left_out(sb):
     flow = ok("def f(x):\n    y = 10 ** 5000\n    return 1\n", "1", sb)
     assert flow.blocks[0].locals == {"x": 1}
@@ -222,11 +217,6 @@ def test_other_entry_name(sb):
     assert render_trace(flow).split("\n")[-3] == "assert has_close_elements([1.0, 1.05], 0.1) == True"
 
 
-@pytest.mark.xfail(
-    reason="bug: a literal input holding a newline traces, but the rendered RETURN then "
-    "spans two lines and the ground truth fails its own validation",
-    strict=True,
-)
 def test_multiline_literal_input(sb):
     flow = ok("def f(x):\n    return x\n", "[1,\n 2]", sb)
     assert flow.output == [1, 2]
@@ -297,11 +287,6 @@ def test_bad_truth_json_is_a_value_error(text):
         Flow.from_json(text)
 
 
-@pytest.mark.xfail(
-    reason="bug: Flow.from_json lets AttributeError escape when 'code' is not a string "
-    "(the CLI then prints a traceback instead of exit 2)",
-    strict=True,
-)
 def test_truth_json_with_non_string_code_is_a_value_error():
     text = '{"entry": "f", "input": "1", "code": 123, "output": "1", "blocks": []}'
     with pytest.raises(ValueError):

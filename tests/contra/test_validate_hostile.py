@@ -161,11 +161,6 @@ def test_injection_in_the_assertion_arguments_is_never_executed(tmp_path: Path):
     assert not sentinel.exists()
 
 
-@pytest.mark.xfail(
-    reason="bug: whitebox._answers runs the non-greedy [WHITEBOX] regex before any size cap; "
-    "many unclosed [WHITEBOX] lines make it quadratic (88 KB took 6.7 s)",
-    strict=True,
-)
 def test_whitebox_many_unclosed_groups_is_quick():
     text = "[WHITEBOX]\n" * 20_000  # 220 KB, well under every size cap; linear work takes milliseconds
     with within(3.0):
