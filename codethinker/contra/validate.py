@@ -5,7 +5,8 @@ Nothing in model output is ever executed: LOCALS and the answer are read with
 megabytes of junk) is rejected quickly with bounded memory. Rules, as ``reason`` codes:
 
 =================  ==============================================================
-``too_long``       text (or one LOCALS / RETURN body) exceeds its size cap
+``too_long``       text, one LOCALS / RETURN body, or (against a truth) a LOCALS body more than
+                   4x + 4096 characters longer than the truth's, exceeds its size cap
 ``wrapper``        first line is not ``[TRACE]`` or last line is not ``[/TRACE]``
 ``tag_space``      a tag line carries leading or trailing white space
 ``structure``      groups out of order, unclosed, a stray line, no block, no RETURN
@@ -237,6 +238,8 @@ def _check_truth(v: Validation, flow: Flow, partial: bool) -> Validation:
                 return Validation(False, "code", f"LINENO {pb.start + k} differs from the source", v.blocks)
         if pb.locals_text == tb.locals_text:
             loc = tb.locals
+        elif len(pb.locals_text) > 4 * len(tb.locals_text) + 4096:  # bounds parsing work by the truth's size
+            return Validation(False, "too_long", f"block {i}: LOCALS far longer than the truth's", v.blocks)
         else:
             loc = _literal_locals(pb)
             if loc is None:
