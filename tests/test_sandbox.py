@@ -7,6 +7,7 @@ import logging
 import os
 import pickle
 import textwrap
+import time
 
 import pytest
 
@@ -359,7 +360,10 @@ def test_set_order_is_reproducible_across_sandboxes(sb):
 def test_dead_worker_sandbox_is_restarted():
     with Sandbox(SandboxConfig(workers=1)) as box:
         assert box.run(Job("def f():\n    return 1")).value == 1
-        box._slots[0].proc.kill()  # the whole worker sandbox (zygote and child) dies
+        proc = box._slots[0].proc
+        proc.kill()  # the whole worker sandbox (zygote and child) dies
+        proc.wait(timeout=30)
+        time.sleep(0.5)  # --die-with-parent takes the sandbox's pid namespace down
         res = box.map([Job("def f(i):\n    return i", args=(i,)) for i in range(5)])
         # jobs that reached the dying sandbox are "killed"; the rest run in the new one
         assert all(r.status in ("ok", "killed") for r in res) and sum(r.ok for r in res) >= 3
