@@ -8,7 +8,7 @@ export DO_NOT_TRACK ?= 1
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install system-deps run test lint verl-env clean-venv
+.PHONY: install system-deps run flow mlflow-ui test lint verl-env clean-venv
 
 ## install: the project and its pinned dependencies into .venv (CPU build of torch and vLLM)
 install: $(VENV)/.installed system-deps
@@ -34,7 +34,16 @@ verl-env:
 ## run: install, then the whole pipeline on the embedded default (params.yaml base.profile)
 run: install
 	$(VENV)/bin/dvc config core.analytics false
-	$(VENV)/bin/dvc repro
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc repro
+
+## flow: the pipeline as a Prefect flow (docs/operations.md); e.g. make flow ARGS='-S sft.epochs=2 --target sft'
+flow: install
+	$(VENV)/bin/dvc config core.analytics false
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m flows.pipeline $(ARGS)
+
+## mlflow-ui: browse the runs of mlflow.db on http://127.0.0.1:5000
+mlflow-ui: install
+	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
 
 lint: install
 	$(VENV)/bin/ruff check .

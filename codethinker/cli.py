@@ -3,6 +3,8 @@
     codethinker trace --code prog.py --input '[1, 2], 3'          # ground-truth ConTra trace
     codethinker trace --code prog.py --input 'nums = [2,7], target = 9' --json > truth.json
     codethinker score --rollout out.txt --truth truth.json [--reward crm|orm|whitebox] [--no-gate ...]
+    codethinker eval --model models/base --bench cruxeval --bench reval [--adapter DIR] [--format vanilla]
+    codethinker report [--source metrics|mlflow] [--exps auto] [--out docs/results.md]
 
 Expected errors (a missing file, code without ``f``, an input that is not valid Python, a
 sample that cannot be traced) print one line ``codethinker: error: ...`` and exit with 2.
@@ -127,7 +129,27 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument(f"--no-{flag}", action="store_true", help=f"CRM ablation: without {what}")
     s.add_argument("--alpha", type=float, default=1.0, help="weight of R_proc (default 1)")
     s.set_defaults(func=cmd_score)
+    from codethinker.evaluation.commands import add_eval_arguments, add_report_arguments
+
+    e = sub.add_parser("eval", help="evaluate a model on CRUXEval-O / REval-FO / LCB-O (pass@1, RCS, depth)")
+    add_eval_arguments(e)
+    e.set_defaults(func=_evaluation("run_eval"))
+    r = sub.add_parser("report", help="the paper's tables (Markdown) from evaluation metrics or MLflow runs")
+    add_report_arguments(r)
+    r.set_defaults(func=_evaluation("run_report"))
     return p
+
+
+def _evaluation(name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        from codethinker.evaluation import commands
+
+        try:
+            return getattr(commands, name)(args)
+        except commands.CommandError as exc:
+            raise CLIError(str(exc)) from None
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -64,6 +64,7 @@ import yaml
 from codethinker.params import flatten
 
 __all__ = [
+    "EXPERIMENT",
     "PIPELINE_TAG",
     "StageRun",
     "TrackingUnavailable",
@@ -75,6 +76,7 @@ __all__ = [
     "tracking_uri",
 ]
 
+EXPERIMENT = os.environ.get("CODETHINKER_EXPERIMENT", "codethinker")  # as of import; see experiment_name()
 PIPELINE_TAG = "codethinker.pipeline"
 OWNER_TAG = "codethinker.owner"
 KIND_TAG = "codethinker.kind"
@@ -416,9 +418,12 @@ def register_adapter(
 
 def _declared(stage: str, root: Path) -> dict[str, list[str]]:
     """``outs``/``metrics``/``plots`` paths of ``stage`` in ``root/dvc.yaml`` (plain YAML, no DVC)."""
+    name, _, key = stage.partition("@")
     try:
         data = yaml.safe_load((root / "dvc.yaml").read_text()) or {}
-        entry = (data.get("stages") or {}).get(stage.split("@")[0]) or {}
+        entry = (data.get("stages") or {}).get(name) or {}
+        if key and isinstance(entry.get("do"), dict):  # foreach stage: `${key}` is the part after @
+            entry = entry["do"]
     except (OSError, yaml.YAMLError, AttributeError):
         return {}
     out: dict[str, list[str]] = {}
@@ -427,20 +432,24 @@ def _declared(stage: str, root: Path) -> dict[str, list[str]]:
         paths = []
         for item in entry.get(kind) or []:
             raw = next(iter(item)) if isinstance(item, dict) else item
-            if isinstance(raw, str) and "${" not in raw:
-                paths.append(str(wdir / raw))
+            if isinstance(raw, str):
+                raw = raw.replace("${key}", key) if key else raw
+                if "${" not in raw:
+                    paths.append(str(wdir / raw))
         out[kind] = paths
     return out
 
 
-def _manifest(paths: list[str]) -> dict[str, Any]:
+def _manifest(paths: list[str], root: Path) -> dict[str, Any]:
+    """Each file under ``paths``: bytes, sha256 (up to 256 MiB), lines (text formats); keys relative to root."""
     files: dict[str, Any] = {}
     for raw in paths:
-        p = Path(raw)
+        p = root / raw
         items = sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
         for q in items[:_MANIFEST_MAX_FILES]:
+            key = os.path.relpath(q, root)
             if not q.is_file():
-                files[str(q)] = {"missing": True}
+                files[key] = {"missing": True}
                 continue
             info: dict[str, Any] = {"bytes": q.stat().st_size}
             if info["bytes"] <= _MANIFEST_HASH_LIMIT:
@@ -452,9 +461,9 @@ def _manifest(paths: list[str]) -> dict[str, Any]:
                 info["sha256"] = h.hexdigest()
                 if q.suffix in (".jsonl", ".csv", ".tsv", ".txt"):
                     info["lines"] = lines
-            files[str(q)] = info
+            files[key] = info
         if p.is_dir() and len(items) > _MANIFEST_MAX_FILES:
-            files[str(p)] = {"files_not_listed": len(items) - _MANIFEST_MAX_FILES}
+            files[raw] = {"files_not_listed": len(items) - _MANIFEST_MAX_FILES}
     return {"files": files, "total_bytes": sum(v.get("bytes", 0) for v in files.values())}
 
 
@@ -465,19 +474,24 @@ def _autolog(handle: StageRun, stage: str, root: Path) -> None:
     if not decl:
         return
     for m in decl.get("metrics", []):
-        handle.log_metrics_file(m)
+        files = sorted(Path(m).rglob("*.json")) if Path(m).is_dir() else [Path(m)]
+        for f in files:
+            prefix = f"{os.path.relpath(f.with_suffix(''), m)}." if Path(m).is_dir() else ""
+            handle.log_metrics_file(f, prefix=prefix)
         handle.log_artifact(m, artifact_path="metrics")
     for p in decl.get("plots", []):
         handle.log_artifact(p, artifact_path="plots")
     outs = decl.get("outs", [])
     if outs:
         rel = [os.path.relpath(o, root) for o in outs]
-        handle.log_dict(_manifest([str(root / r) for r in rel]) | {"outs": rel}, "manifest.json")
+        handle.log_dict(_manifest(rel, root) | {"outs": rel}, "manifest.json")
         limit = float(os.environ.get("CODETHINKER_TRACKING_MAX_ARTIFACT_MB", "2")) * 2**20
-        for o in outs:
+        for o in outs:  # small outs themselves (predictions, reports); big ones only in the manifest
             q = Path(o)
             if q.is_file() and q.stat().st_size <= limit:
                 handle.log_artifact(q, artifact_path="outs")
+            elif q.is_dir() and sum(f.stat().st_size for f in q.rglob("*") if f.is_file()) <= limit:
+                handle.log_artifact(q, artifact_path=f"outs/{q.name}")
 
 
 @contextlib.contextmanager
@@ -564,7 +578,10 @@ def stage_run(stage: str, params: dict[str, Any] | None = None, root: str = ".")
             token = _ACTIVE.set(handle)
             try:
                 yield handle
-                _autolog(handle, stage, Path(root).resolve())
+                try:
+                    _autolog(handle, stage, Path(root).resolve())
+                except Exception as exc:  # the stage's work is done: tracking must not fail it now
+                    print(f"codethinker.tracking: could not log {stage}'s declared files: {exc!r}", file=sys.stderr)
             except SystemExit as exc:
                 if exc.code not in (0, None):
                     mlflow.end_run(status="KILLED" if exc.code == 128 + signal.SIGTERM else "FAILED")

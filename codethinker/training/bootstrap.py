@@ -73,6 +73,7 @@ def build_tiny_model(out_dir: Path, tokenizer_dir: Path, seed: int = 0, **shape:
     spec.check()
     tok = load_tokenizer(Path(tokenizer_dir))
     tok.chat_template = CHATML_TEMPLATE
+    tok.eos_token = "<|im_end|>"  # a chat model ends its turn here (as Qwen2.5-Instruct's tokenizer)
     im_end = tok.convert_tokens_to_ids("<|im_end|>")
     eot = tok.convert_tokens_to_ids("<|endoftext|>")
     vocab = spec.vocab_size or len(tok)
@@ -98,7 +99,11 @@ def build_tiny_model(out_dir: Path, tokenizer_dir: Path, seed: int = 0, **shape:
     )
     model.save_pretrained(str(out_dir), safe_serialization=True)
     tok.save_pretrained(str(out_dir))
-    meta: dict[str, Any] = {"seed": seed, "shape": asdict(spec), "vocab_size": vocab,
-                            "tokenizer_dir": str(tokenizer_dir)}
+    meta: dict[str, Any] = {
+        "seed": seed,
+        "shape": asdict(spec),
+        "vocab_size": vocab,
+        "tokenizer_dir": str(tokenizer_dir),
+    }
     (out_dir / "bootstrap.json").write_text(json.dumps(meta, indent=2) + "\n")
     return out_dir

@@ -47,8 +47,13 @@ class LoRAParams:
     def peft(self) -> Any:
         from peft import LoraConfig
 
-        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                          target_modules=list(self.target_modules), task_type="CAUSAL_LM")
+        return LoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=list(self.target_modules),
+            task_type="CAUSAL_LM",
+        )
 
 
 def from_dict(cls: type[T], d: dict[str, Any] | None, *, nested: dict[str, type] | None = None) -> T:
@@ -129,8 +134,13 @@ class MetricsCallback(TrainerCallback):
     leaves no duplicate rows.
     """
 
-    def __init__(self, run: Any = None, csv_path: Path | None = None,
-                 extra: Callable[[], dict[str, float]] | None = None, columns: list[str] | None = None):
+    def __init__(
+        self,
+        run: Any = None,
+        csv_path: Path | None = None,
+        extra: Callable[[], dict[str, float]] | None = None,
+        columns: list[str] | None = None,
+    ):
         self.run, self.csv_path, self.extra, self.columns = run, csv_path, extra, columns
         self.history: list[dict[str, float]] = []
 
@@ -144,8 +154,11 @@ class MetricsCallback(TrainerCallback):
         logs = dict(logs or {})
         if self.extra and "train_loss" not in logs:
             logs.update(self.extra())
-        clean = {k.replace("/", "."): float(v) for k, v in logs.items()
-                 if isinstance(v, int | float) and not isinstance(v, bool)}
+        clean = {
+            k.replace("/", "."): float(v)
+            for k, v in logs.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
         if self.run is not None:
             self.run.log_metrics(clean, step=state.global_step)
         if "train_loss" in logs:  # the end-of-training summary is not a step

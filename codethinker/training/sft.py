@@ -28,7 +28,7 @@ from codethinker.training.common import (
     precision,
 )
 
-__all__ = ["SFTParams", "load_sft_rows", "run_sft", "to_prompt_completion"]
+__all__ = ["SFTParams", "load_sft_rows", "make_sft_trainer", "run_sft", "to_prompt_completion"]
 
 
 @dataclass
@@ -69,12 +69,29 @@ def to_prompt_completion(row: dict[str, Any]) -> dict[str, Any]:
     return {"prompt": msgs[:-1], "completion": [msgs[-1]]}
 
 
+def make_sft_trainer(
+    model: str | Path, tok: Any, ds: Any, args: Any, p: SFTParams, callbacks: list | None = None
+) -> Any:
+    from transformers import AutoModelForCausalLM
+    from trl import SFTTrainer
+
+    policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
+    return SFTTrainer(
+        model=policy,
+        args=args,
+        train_dataset=ds,
+        processing_class=tok,
+        peft_config=p.lora.peft(),
+        callbacks=callbacks or [],
+    )
+
+
 def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: Any = None) -> dict[str, Any]:
     """Train, save adapter + merged model, return the stage's metrics."""
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import SFTConfig, SFTTrainer
+    from transformers import AutoTokenizer
+    from trl import SFTConfig
 
     t0 = time.time()
     out = Path(out)
@@ -85,29 +102,43 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     kept, too_long = [], 0
     for r in rows:
         n = len(tok.apply_chat_template(r["messages"], tokenize=False))  # chars: a cheap upper bound
-        if n > p.max_length * 2 and len(tok(tok.apply_chat_template(r["messages"], tokenize=False),
-                                            add_special_tokens=False).input_ids) > p.max_length:
+        if (
+            n > p.max_length * 2
+            and len(tok(tok.apply_chat_template(r["messages"], tokenize=False), add_special_tokens=False).input_ids)
+            > p.max_length
+        ):
             too_long += 1
             continue
         kept.append(to_prompt_completion(r))
     if not kept:
         raise ValueError(f"no SFT rows left of {len(rows)} (max_length={p.max_length})")
     ds = Dataset.from_list(kept)
-    ck = checkpoint_dir(out, {"params": asdict(p), "data": hash_files(data), "model": str(model),
-                              "model_files": hash_files(model)})
+    ck = checkpoint_dir(
+        out, {"params": asdict(p), "data": hash_files(data), "model": str(model), "model_files": hash_files(model)}
+    )
     args = SFTConfig(
-        output_dir=str(ck), num_train_epochs=p.epochs, max_steps=p.max_steps,
-        per_device_train_batch_size=p.batch_size, gradient_accumulation_steps=p.grad_accum,
-        learning_rate=p.learning_rate, warmup_steps=p.warmup_ratio, lr_scheduler_type="cosine",
-        logging_steps=p.logging_steps, save_strategy="steps", save_steps=p.save_steps,
-        save_total_limit=p.save_total_limit, report_to="none", seed=p.seed, data_seed=p.seed,
-        max_length=p.max_length, completion_only_loss=True, dataloader_num_workers=0,
+        output_dir=str(ck),
+        num_train_epochs=p.epochs,
+        max_steps=p.max_steps,
+        per_device_train_batch_size=p.batch_size,
+        gradient_accumulation_steps=p.grad_accum,
+        learning_rate=p.learning_rate,
+        warmup_steps=p.warmup_ratio,
+        lr_scheduler_type="cosine",
+        logging_steps=p.logging_steps,
+        save_strategy="steps",
+        save_steps=p.save_steps,
+        save_total_limit=p.save_total_limit,
+        report_to="none",
+        seed=p.seed,
+        data_seed=p.seed,
+        max_length=p.max_length,
+        completion_only_loss=True,
+        dataloader_num_workers=0,
         **precision(),
     )
-    policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
     cb = MetricsCallback(run, out / "train_log.csv")
-    trainer = SFTTrainer(model=policy, args=args, train_dataset=ds, processing_class=tok,
-                         peft_config=p.lora.peft(), callbacks=[cb])
+    trainer = make_sft_trainer(model, tok, ds, args, p, callbacks=[cb])
     resume = last_checkpoint(ck)
     result = trainer.train(resume_from_checkpoint=resume)
     trainer.model.save_pretrained(str(out / "adapter"))
@@ -117,10 +148,16 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     tok.save_pretrained(str(out / "merged"))
     losses = [h["loss"] for h in cb.history if "loss" in h]
     metrics = {
-        "rows": len(rows), "trained_rows": len(kept), "dropped_too_long": too_long,
-        "steps": int(trainer.state.global_step), "epochs": p.epochs,
-        "train_loss": float(result.training_loss), "first_loss": losses[0] if losses else None,
-        "last_loss": losses[-1] if losses else None, "resumed_from": resume,
-        "wall_s": round(time.time() - t0, 1), "device": "cuda" if torch.cuda.is_available() else "cpu",
+        "rows": len(rows),
+        "trained_rows": len(kept),
+        "dropped_too_long": too_long,
+        "steps": int(trainer.state.global_step),
+        "epochs": p.epochs,
+        "train_loss": float(result.training_loss),
+        "first_loss": losses[0] if losses else None,
+        "last_loss": losses[-1] if losses else None,
+        "resumed_from": resume,
+        "wall_s": round(time.time() - t0, 1),
+        "device": "cuda" if torch.cuda.is_available() else "cpu",
     }
     return metrics

@@ -245,3 +245,49 @@ def test_real_problems(leetcode_problems):
     two_sum = next(f for f in kept if f["task_id"] == "two-sum")
     assert two_sum["examples"][0] == {"args": "[2, 7, 11, 15], 9", "output": "[0,1]"}
     assert Counter(f["recursive"] for f in kept)[False] > 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "x = 1",
+                "return x",
+                "# c",
+                "",
+                "if x:\n    y = self.g(x)",
+                "for i in range(3):\n    x += i",
+                "self.z = 2",
+                '"""doc"""',
+                "def f(a):\n    return a",
+                's = """a\n\nb"""',
+                "y = Counter(x)",
+                "return self.h()",
+                "while x:\n    x -= 1  # dec",
+                "z = ListNode(1)",
+            ]
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_extract_never_crashes(stmts):
+    body = "\n".join(stmts)
+    src = "class Solution:\n    def g(self, x):\n" + textwrap.indent(body, "        ") + "\n"
+    try:
+        out = ex(src, min_lines=1)
+    except Drop as d:
+        assert d.reason in DROP_REASONS
+        return
+    tree = ast.parse(out.code)
+    assert tree.body[-1].name == "f" and normalize_source(out.code).text == out.code
+
+
+@pytest.mark.parametrize(
+    "src",
+    ["(" * 100000, "class Solution:\n    def g(self):\n        return " + "-" * 100000 + "1\n", "\x00", ""],
+)
+def test_hostile_sources(src):
+    with pytest.raises(Drop):
+        ex(src)

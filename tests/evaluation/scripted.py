@@ -46,8 +46,16 @@ class LookupEngine:
         return _template(messages)
 
     def continue_prefixes(self, prefixes, n, *, stop, max_tokens, temperature=1.0, seed=None):
-        self.calls.append({"n_prefixes": len(prefixes), "n": n, "stop": list(stop), "seed": seed,
-                           "temperature": temperature, "max_tokens": max_tokens})
+        self.calls.append(
+            {
+                "n_prefixes": len(prefixes),
+                "n": n,
+                "stop": list(stop),
+                "seed": seed,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+            }
+        )
         out = []
         for p in prefixes:
             text = self.answer(self._by_prompt[p], self.fmt)

@@ -17,8 +17,15 @@ def _score(bench, engine, fmt, runs=2):
     config = EvalConfig(runs=runs, max_tokens=64)
     records, timing = evaluate_samples(engine, bench.samples, fmt, config)
     spec = ModelSpec(name="scripted", model="scripted", format=fmt)
-    return summarize(records, timing, benchmark=bench.name, spec=spec, config=config,
-                     n_problems=bench.n_problems, untraced=bench.untraced)
+    return summarize(
+        records,
+        timing,
+        benchmark=bench.name,
+        spec=spec,
+        config=config,
+        n_problems=bench.n_problems,
+        untraced=bench.untraced,
+    )
 
 
 @pytest.mark.parametrize("name", BENCHES)

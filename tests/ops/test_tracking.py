@@ -62,7 +62,7 @@ def test_stage_runs_hang_under_one_parent_with_params_metrics_artifacts(tracking
     assert {"manifest.json", "metrics", "outs"} <= arts
     manifest = client.download_artifacts(a.info.run_id, "manifest.json", str(root / "dl"))
     files = json.loads(Path(manifest).read_text())["files"]
-    assert files[str(root / "out/a.jsonl")]["lines"] == 2
+    assert files["out/a.jsonl"]["lines"] == 2
 
 
 def test_owned_parent_from_env_is_ended_by_its_owner(tracking_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,3 +191,26 @@ def test_owner_keys() -> None:
     assert me and tracking._alive(me)
     assert not tracking._alive(f"{socket.gethostname()}:999999999:1")
     assert tracking._alive("another-host:1:1")
+
+
+def test_autolog_resolves_foreach_stages_and_metrics_folders(tracking_on: Path) -> None:
+    root = tracking_on
+    (root / "dvc.yaml").write_text(
+        "stages:\n  evaluate:\n    foreach: [m1, m2]\n    do:\n      cmd: x ${key}\n"
+        "      outs: [data/eval/${key}]\n      metrics: [{metrics/eval/${key}: {cache: false}}]\n"
+    )
+    (root / "data/eval/m1").mkdir(parents=True)
+    (root / "data/eval/m1/predictions.jsonl").write_text('{"id": "a/0"}\n')
+    (root / "metrics/eval/m1").mkdir(parents=True)
+    (root / "metrics/eval/m1/cruxeval.json").write_text(json.dumps({"pass1_mean": 0.5}))
+    with stage_run("evaluate@m1"):
+        pass
+    client, runs = _runs(root)
+    run = _by_name(runs)["evaluate@m1"][0]
+    assert run.data.metrics == {"cruxeval.pass1_mean": 0.5}
+    assert {f.path for f in client.list_artifacts(run.info.run_id)} == {"manifest.json", "metrics", "outs"}
+    assert [f.path for f in client.list_artifacts(run.info.run_id, "outs/m1")] == ["outs/m1/predictions.jsonl"]
+    manifest = json.loads(
+        Path(client.download_artifacts(run.info.run_id, "manifest.json", str(root / "dl"))).read_text()
+    )
+    assert list(manifest["files"]) == ["data/eval/m1/predictions.jsonl"]

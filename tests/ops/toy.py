@@ -46,6 +46,10 @@ with stage_run(name, p) as run:
     if p.get("sleep_s"):
         log("sleeping")
         time.sleep(float(p["sleep_s"]))
+    if p.get("wait_for_file"):  # a stage that runs until the test lets it finish
+        log("sleeping")
+        while not Path(p["wait_for_file"]).exists():
+            time.sleep(0.2)
     for step in range(3):
         run.log_metrics({"loss": 1.0 / (step + 1)}, step=step)
     out = Path(f"out/{name}.json")
@@ -71,7 +75,7 @@ def make_toy(
     dvc: dict = {"stages": {}}
     for name, spec in stages.items():
         ups = spec.get("deps", [])
-        params[name] = {"inputs": [f"out/{u}.json" for u in ups], **spec.get("params", {})}
+        params[name] = {"inputs": [f"out/{u}.json" for u in ups], "add": 1, **spec.get("params", {})}
         dvc["stages"][name] = {
             "cmd": f"{python} toystage.py {name}",
             "deps": ["toystage.py", *[f"out/{u}.json" for u in ups]],

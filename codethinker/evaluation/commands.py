@@ -1,0 +1,185 @@
+"""``codethinker eval`` and ``codethinker report`` (wired into :mod:`codethinker.cli`).
+
+    codethinker eval --model models/base --bench cruxeval --bench reval --runs 5 --limit 50
+    codethinker eval --model Qwen/Qwen2.5-Coder-7B-Instruct --bench CRUXEval-O --format vanilla
+    codethinker eval --model models/base --adapter models/sft/adapter --bench REval-FO
+    codethinker report [--source metrics|mlflow] [--exps exps.json] [--out docs/results.md]
+
+Expected problems (an unknown benchmark, a missing model folder, an unreadable metrics file)
+raise :class:`CommandError`, which the CLI prints as one line with exit code 2. LiveCodeBench-O
+without the Hugging Face hub is skipped with a message, not an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+__all__ = ["CommandError", "add_eval_arguments", "add_report_arguments", "run_eval", "run_report"]
+
+
+class CommandError(Exception):
+    """An expected error of ``eval``/``report``: one line, exit code 2."""
+
+
+def add_eval_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="HF model id or local folder (base, merged SFT/GRPO output)")
+    p.add_argument(
+        "--bench",
+        action="append",
+        required=True,
+        help="cruxeval | reval | livecodebench (or CRUXEval-O, REval-FO, LCB-O); repeat or comma-separate",
+    )
+    p.add_argument("--adapter", help="LoRA adapter folder to apply on top of --model")
+    p.add_argument(
+        "--format",
+        choices=["contra", "vanilla"],
+        default="contra",
+        help="zero-shot ConTra prompt (default) or the CRUXEval-style `assert f(x) == ??` prompt",
+    )
+    p.add_argument("--runs", type=int, default=5, help="sampled runs, seeds seed..seed+runs-1 (default 5)")
+    p.add_argument("--limit", type=int, help="first N traced samples per benchmark (default: all)")
+    p.add_argument("--temperature", type=float, default=0.2, help="sampling temperature (default 0.2)")
+    p.add_argument("--max-tokens", type=int, default=1024, help="generation limit per answer (default 1024)")
+    p.add_argument("--seed", type=int, default=0, help="seed of run 0 (default 0)")
+    p.add_argument("--backend", choices=["vllm", "hf"], default="vllm", help="generation engine (default vllm)")
+    p.add_argument("--dtype", default=None, help="model dtype for the engine (default: the engine's choice)")
+    p.add_argument("--max-model-len", type=int, default=None, help="vLLM context length (default 4096)")
+    p.add_argument("--eager", action="store_true", help="vLLM: skip torch.compile (faster start on CPU)")
+    p.add_argument("--name", help="label for tables and the output folder (default: the model folder's name)")
+    p.add_argument("--mirror", help="data mirror folder (default: $CODETHINKER_MIRROR or base.mirror of params.yaml)")
+    p.add_argument("--out", help="output folder (default: eval_out/<name>)")
+
+
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--source",
+        choices=["metrics", "mlflow"],
+        default="metrics",
+        help="metrics/eval/<model>/<bench>.json files (default) or MLflow runs tagged eval.model",
+    )
+    p.add_argument("--metrics-dir", default="metrics/eval", help="folder of the evaluate stage's metrics")
+    p.add_argument("--exps", help="JSON of `dvc exp show --json` for Table 2; `auto` runs that command here")
+    p.add_argument("--params", default="params.yaml", help="params file used to spell the ablation commands")
+    p.add_argument("--out", help="write the Markdown here (default: stdout)")
+
+
+def _mirror(arg: str | None) -> Path | None:
+    from codethinker.params import ParamsError, load_params, mirror_root
+
+    if arg:
+        if not Path(arg).is_dir():
+            raise CommandError(f"mirror folder not found: {arg}")
+        return Path(arg)
+    try:
+        base = load_params().get("base", {}) if Path("params.yaml").is_file() else {}
+    except ParamsError:
+        base = {}
+    return mirror_root(base)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from codethinker.data.io import RecordError
+    from codethinker.data.sources import SourceError
+    from codethinker.evaluation import benchmarks as bm
+    from codethinker.evaluation.harness import EvalConfig, ModelSpec, evaluate_model, model_problem, one_line
+    from codethinker.tracking import stage_run
+
+    try:
+        names = list(dict.fromkeys(bm.canonical_name(b) for arg in args.bench for b in arg.split(",") if b.strip()))
+        config = EvalConfig(
+            runs=args.runs, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit
+        )
+        spec = ModelSpec(args.name or Path(args.model.rstrip("/")).name, args.model, args.adapter, args.format)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if problem := model_problem(spec):
+        raise CommandError(problem)
+    mirror = _mirror(args.mirror)
+    benches: dict = {}
+    for name in names:
+        try:
+            benches[name] = bm.prepare(name, mirror)
+        except bm.BenchmarkUnavailable as exc:
+            print(str(exc), file=sys.stderr)
+            benches[name] = str(exc)
+        except (SourceError, RecordError) as exc:
+            raise CommandError(str(exc)) from None
+    options = {"dtype": args.dtype, "max_model_len": args.max_model_len}
+    if args.backend == "vllm" and args.eager:
+        options["enforce_eager"] = True
+    out = Path(args.out or Path("eval_out") / spec.name)
+    with stage_run("eval", {"model": asdict(spec), "config": asdict(config), "backend": args.backend}) as run:
+        run.set_tags({"eval.model": spec.name, "eval.path": spec.model, "eval.format": spec.format})
+        try:
+            results = evaluate_model(
+                spec,
+                benches,
+                config,
+                backend=args.backend,
+                engine_options=options,
+                pred_dir=out / "predictions",
+                metrics_dir=out / "metrics",
+                log=lambda s: None,
+            )
+        except OSError as exc:  # a hub id that cannot be downloaded, an unreadable model folder
+            raise CommandError(f"cannot load {spec.model}: {exc}") from None
+        for bench, m in results.items():
+            if not m.get("skipped"):
+                run.log_metrics({f"{bench}.{k}": v for k, v in m.items() if isinstance(v, int | float)})
+        run.log_artifact(out / "metrics", "metrics")
+    for m in results.values():
+        print(one_line(m))
+    print(f"predictions and metrics in {out}/", file=sys.stderr)
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from codethinker.evaluation import report
+
+    try:
+        if args.source == "mlflow":
+            results = report.from_mlflow()
+        else:
+            if not Path(args.metrics_dir).is_dir():
+                raise CommandError(f"no metrics folder {args.metrics_dir} (run `dvc repro` or `codethinker eval`)")
+            results = report.from_metrics_dir(args.metrics_dir)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if not results:
+        raise CommandError(f"no evaluation results in {args.source} (run `dvc repro` or `codethinker eval` first)")
+    exps = None
+    if args.exps == "auto":
+        proc = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise CommandError(f"`dvc exp show --json` failed: {proc.stderr.strip().splitlines()[-1:]}")
+        exps = report.from_dvc_exps(proc.stdout)
+    elif args.exps:
+        if not Path(args.exps).is_file():
+            raise CommandError(f"experiments file not found: {args.exps}")
+        try:
+            exps = report.from_dvc_exps(Path(args.exps).read_text())
+        except (json.JSONDecodeError, TypeError, AttributeError) as exc:
+            raise CommandError(f"{args.exps}: not the JSON of `dvc exp show --json` ({exc})") from None
+    params = None
+    if args.params and Path(args.params).is_file():
+        import yaml
+
+        params = yaml.safe_load(Path(args.params).read_text())
+    text = report.render_report(results, exps, params=params)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(f"use the `codethinker` command ({os.path.basename(__file__)} is a library module)")

@@ -1,0 +1,123 @@
+"""GRPO with DBS and the CRM reward: parameters shared by both backends, and the GRPO data.
+
+Backends (``grpo.backend`` in params.yaml):
+- ``local``: TRL's GRPOTrainer on one machine (CPU here), :mod:`codethinker.training.grpo_local`;
+- ``verl``: verl on a Ray cluster, :mod:`codethinker.training.grpo_verl` (config written from
+  these parameters, then ``python -m verl.trainer.main_ppo``).
+
+Data: the GRPO parquet in verl's schema (``prompt`` chat messages, ``reward_model.ground_truth``
+= the truth JSON, ``extra_info.id``); both backends read the same file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codethinker.training.common import LoRAParams, from_dict
+from codethinker.training.rollout import RolloutParams
+
+__all__ = ["GRPOParams", "VerlParams", "grpo_params", "load_grpo_rows"]
+
+
+@dataclass
+class VerlParams:
+    nnodes: int = field(default=1, metadata={"help": "Ray nodes (trainer.nnodes)"})
+    gpus_per_node: int = field(default=8, metadata={"help": "GPUs per node (trainer.n_gpus_per_node)"})
+    tensor_parallel: int = field(default=1, metadata={"help": "vLLM tensor parallel size in the rollout"})
+    gpu_memory_utilization: float = field(default=0.6, metadata={"help": "vLLM's share of GPU memory"})
+    ppo_mini_batch_size: int = field(default=16, metadata={"help": "prompts per PPO mini-batch"})
+    micro_batch_size_per_gpu: int = field(default=2, metadata={"help": "sequences per GPU forward"})
+    max_prompt_length: int = field(default=2048, metadata={"help": "data.max_prompt_length"})
+    rollout_name: str = field(default="vllm", metadata={"help": "verl rollout engine"})
+    strategy: str = field(default="fsdp", metadata={"help": "actor strategy (fsdp | fsdp2 | megatron)"})
+    loggers: list[str] = field(default_factory=lambda: ["console", "mlflow"], metadata={"help": "trainer.logger"})
+    project: str = field(default="codethinker", metadata={"help": "trainer.project_name"})
+    experiment: str = field(default="grpo-dbs-crm", metadata={"help": "trainer.experiment_name"})
+    overrides: list[str] = field(
+        default_factory=list, metadata={"help": "extra hydra overrides passed through unchanged"}
+    )
+    dry_run: bool = field(default=False, metadata={"help": "write the config and command, do not launch"})
+
+
+@dataclass
+class GRPOParams:
+    backend: str = field(default="local", metadata={"help": "local (TRL, one machine) | verl (Ray cluster)"})
+    epochs: float = field(default=3.0, metadata={"help": "passes over the GRPO prompts (paper: 3)"})
+    max_steps: int = field(default=-1, metadata={"help": "stop after N optimizer steps (-1: epochs)"})
+    max_prompts: int | None = field(default=None, metadata={"help": "use the first N prompts (None: all)"})
+    max_prompt_tokens: int = field(default=2048, metadata={"help": "drop prompts longer than this"})
+    max_model_len: int = field(default=4096, metadata={"help": "vLLM context (prompt + response)"})
+    prompts_per_step: int = field(default=2, metadata={"help": "prompts (groups) per optimizer step"})
+    micro_batch: int = field(default=4, metadata={"help": "sequences per forward/backward"})
+    learning_rate: float = field(default=1e-5, metadata={"help": "learning rate (constant)"})
+    beta: float = field(default=0.0, metadata={"help": "KL loss coefficient (paper: no KL loss)"})
+    entropy_coeff: float = field(default=0.0, metadata={"help": "entropy bonus (paper: 0; verl only)"})
+    save_steps: int = field(default=1, metadata={"help": "checkpoint every N optimizer steps"})
+    save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept"})
+    seed: int = field(default=0, metadata={"help": "data order, sampling seeds, LoRA init"})
+    rollout_engine: str = field(default="auto", metadata={"help": "vllm | hf | auto (vLLM when installed)"})
+    vllm_gpu_memory_utilization: float | None = field(
+        default=None, metadata={"help": "None: 0.15 on CPU (share of RAM), 0.85 on GPU"}
+    )
+    rollout: RolloutParams = field(default_factory=RolloutParams, metadata={"help": "group and sampling"})
+    lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
+    crm: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "CRM switches: prm, prefix, gate, orm, ccw, alpha"}
+    )
+    verl: VerlParams = field(default_factory=VerlParams, metadata={"help": "verl backend settings"})
+
+
+def grpo_params(section: dict[str, Any]) -> GRPOParams:
+    return from_dict(GRPOParams, section, nested={"rollout": RolloutParams, "lora": LoRAParams, "verl": VerlParams})
+
+
+def _plain(x: Any) -> Any:
+    """numpy arrays / pyarrow structs from parquet -> plain lists and dicts."""
+    if hasattr(x, "tolist"):
+        x = x.tolist()
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    return x
+
+
+def load_grpo_rows(
+    path: str | Path, model: str | Path | None = None, p: GRPOParams | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """Rows ``{"id", "prompt", "truth"}`` from the GRPO parquet; prompts longer than
+    ``p.max_prompt_tokens`` are dropped (their count is returned too)."""
+    import pandas as pd
+
+    df = pd.read_parquet(path)
+    rows = []
+    for rec in df.to_dict("records"):
+        rec = _plain(rec)
+        rows.append(
+            {
+                "id": (rec.get("extra_info") or {}).get("id", str(len(rows))),
+                "prompt": rec["prompt"],
+                "truth": rec["reward_model"]["ground_truth"],
+            }
+        )
+    p = p or GRPOParams()
+    if p.max_prompts:
+        rows = rows[: p.max_prompts]
+    if model is None:
+        return rows, 0
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(model))
+    kept = [
+        r
+        for r in rows
+        if len(
+            tok.apply_chat_template(r["prompt"], tokenize=True, add_generation_prompt=True, return_dict=True)[
+                "input_ids"
+            ]
+        )
+        <= p.max_prompt_tokens
+    ]
+    return kept, len(rows) - len(kept)

@@ -1,0 +1,242 @@
+"""GRPO on one machine: TRL's GRPOTrainer + LoRA + :class:`~codethinker.training.rollout.Rollout`.
+
+The group of each prompt is ``n_regular`` regular + ``n_dbs`` DBS samples from the current
+policy (vLLM where it runs, transformers' generate otherwise), scored by the CRM reward and
+normalized together (``scale_rewards="group"``). No KL loss (``beta=0``), no KL in the reward,
+no entropy bonus (TRL has none; verl's ``entropy_coeff`` is set to 0), alpha = 1 (CRMConfig).
+Token-level loss aggregation (TRL's ``dapo``), like verl's ``token-mean``.
+
+Per step it logs reward mean/std/max for the regular and the DBS subgroup, r_proc, r_res, the
+format-valid rate, RCS, response length, and the tokens DBS generated and dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from codethinker.training.common import (
+    MetricsCallback,
+    checkpoint_dir,
+    hash_files,
+    last_checkpoint,
+    model_dtype,
+    precision,
+)
+from codethinker.training.grpo import GRPOParams, load_grpo_rows
+from codethinker.training.rollout import Rollout, make_engine, prompt_key
+
+__all__ = ["CRMRewardFunc", "make_grpo_trainer", "run_grpo_local"]
+
+PLOT_COLUMNS = [
+    "reward_mean",
+    "reward_regular_mean",
+    "reward_dbs_mean",
+    "reward_regular_max",
+    "reward_dbs_max",
+    "r_proc",
+    "r_res",
+    "fmt_rate",
+    "rcs",
+    "response_len",
+    "dbs_tokens_generated",
+    "dbs_tokens_dropped",
+    "loss",
+]
+
+
+def _mean_std_max(xs: list[float]) -> tuple[float, float, float]:
+    if not xs:
+        return 0.0, 0.0, 0.0
+    m = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs))
+    return m, sd, max(xs)
+
+
+class CRMRewardFunc:
+    """TRL reward function: CRM score of each completion against the row's ``truth`` JSON."""
+
+    __name__ = "crm"
+
+    def __init__(self, crm: dict[str, Any] | None = None):
+        from codethinker.rewards.crm import CRMConfig
+
+        self.config = CRMConfig.from_dict(crm)
+        self._scores: list[tuple[str, dict[str, Any], int]] = []
+
+    def __call__(
+        self,
+        prompts: list,
+        completions: list,
+        truth: list[str],
+        completion_ids: list | None = None,
+        rollout_kind: list[str] | None = None,
+        **_: Any,
+    ) -> list[float]:
+        from codethinker.contra.tracer import Flow
+        from codethinker.rewards.crm import crm_score
+
+        out = []
+        for i, (c, t) in enumerate(zip(completions, truth, strict=True)):
+            text = c[-1]["content"] if isinstance(c, list) else str(c)
+            s = crm_score(text, Flow.from_json(t), self.config)
+            kind = rollout_kind[i] if rollout_kind else "regular"
+            n = len(completion_ids[i]) if completion_ids is not None else 0
+            self._scores.append((kind, s, n))
+            out.append(float(s["reward"]))
+        return out
+
+    def take(self) -> dict[str, float]:
+        """Statistics of everything scored since the last call (one optimizer step)."""
+        sc, self._scores = self._scores, []
+        out: dict[str, float] = {}
+        for name, sel in (
+            ("", sc),
+            ("_regular", [x for x in sc if x[0] == "regular"]),
+            ("_dbs", [x for x in sc if x[0] == "dbs"]),
+        ):
+            m, sd, mx = _mean_std_max([x[1]["reward"] for x in sel])
+            out.update({f"reward{name}_mean": m, f"reward{name}_std": sd, f"reward{name}_max": mx})
+        if sc:
+            n = len(sc)
+            out.update(
+                {
+                    "r_proc": sum(x[1]["r_proc"] for x in sc) / n,
+                    "r_res": sum(x[1]["r_res"] for x in sc) / n,
+                    "fmt_rate": sum(x[1]["fmt"] for x in sc) / n,
+                    "rcs": sum(x[1]["rcs"] for x in sc) / n,
+                    "response_len": sum(x[2] for x in sc) / n,
+                }
+            )
+        return out
+
+
+def make_grpo_trainer(
+    model: str | Path,
+    rows: list[dict[str, Any]],
+    ck: Path,
+    p: GRPOParams,
+    reward_funcs: list | None = None,
+    callbacks: list | None = None,
+    engine: tuple[str, Any] | None = None,
+) -> tuple[Any, Rollout]:
+    """GRPOTrainer with LoRA and the rollout hook (``engine``: a prebuilt ``(kind, engine)``)."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    r = p.rollout
+    g = r.group
+    seqs = p.prompts_per_step * g
+    if seqs % p.micro_batch:
+        raise ValueError(f"prompts_per_step * group ({seqs}) must be a multiple of micro_batch ({p.micro_batch})")
+    tok = AutoTokenizer.from_pretrained(str(model))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    args = GRPOConfig(
+        output_dir=str(ck),
+        num_generations=g,
+        per_device_train_batch_size=p.micro_batch,
+        gradient_accumulation_steps=seqs // p.micro_batch,
+        num_train_epochs=p.epochs,
+        max_steps=p.max_steps,
+        learning_rate=p.learning_rate,
+        lr_scheduler_type="constant",
+        beta=p.beta,
+        loss_type="dapo",
+        scale_rewards="group",
+        temperature=r.temperature,
+        max_completion_length=r.max_completion_tokens,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=p.save_steps,
+        save_total_limit=p.save_total_limit,
+        report_to="none",
+        seed=p.seed,
+        data_seed=p.seed,
+        use_vllm=False,
+        num_iterations=1,
+        dataloader_num_workers=0,
+        **precision(),
+    )
+    kind, eng = engine or make_engine(
+        p.rollout_engine,
+        model,
+        max_lora_rank=p.lora.r,
+        seed=p.seed,
+        max_model_len=p.max_model_len,
+        gpu_memory_utilization=p.vllm_gpu_memory_utilization,
+    )
+    truths = {prompt_key(row["prompt"]): row["truth"] for row in rows}
+    rollout = Rollout(kind, eng, tok, truths, r, adapter_root=ck / "rollout_adapters", seed=p.seed)
+    policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
+    ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])
+    trainer = GRPOTrainer(
+        model=policy,
+        reward_funcs=reward_funcs or [CRMRewardFunc(p.crm)],
+        args=args,
+        train_dataset=ds,
+        processing_class=tok,
+        peft_config=p.lora.peft(),
+        rollout_func=rollout,
+        callbacks=callbacks or [],
+    )
+    return trainer, rollout
+
+
+def run_grpo_local(
+    model: str | Path, data: str | Path, out: Path, p: GRPOParams, run: Any = None, plot_csv: Path | None = None
+) -> dict[str, Any]:
+    """Train; save ``out/adapter`` and ``out/merged``; return the stage's metrics."""
+    import os
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    t0 = time.time()
+    out = Path(out)
+    rows, dropped = load_grpo_rows(data, model, p)
+    ck = checkpoint_dir(
+        out, {"params": asdict(p), "data": hash_files(data), "model": str(model), "model_files": hash_files(model)}
+    )
+    reward = CRMRewardFunc(p.crm)
+    holder: dict[str, Any] = {}
+
+    def extra() -> dict[str, float]:
+        stats = reward.take()
+        stats.update({k.split("/")[-1]: v for k, v in holder["rollout"].stats.take().items()})
+        return stats
+
+    cb = MetricsCallback(run, plot_csv, extra=extra, columns=PLOT_COLUMNS)
+    trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])
+    holder["rollout"] = rollout
+    resume = last_checkpoint(ck)
+    try:
+        result = trainer.train(resume_from_checkpoint=resume)
+        policy = trainer.accelerator.unwrap_model(trainer.model)
+        policy.save_pretrained(str(out / "adapter"))
+        trainer.processing_class.save_pretrained(str(out / "adapter"))
+        merged = policy.merge_and_unload()
+        merged.save_pretrained(str(out / "merged"), safe_serialization=True)
+        trainer.processing_class.save_pretrained(str(out / "merged"))
+    finally:
+        if hasattr(rollout.engine, "close") and rollout.kind == "vllm":
+            rollout.engine.close()
+    hist = cb.history
+    rewards = [h.get("reward_mean", 0.0) for h in hist]
+    return {
+        "backend": "local",
+        "rollout_engine": rollout.kind,
+        "prompts": len(rows),
+        "dropped_long_prompts": dropped,
+        "steps": int(trainer.state.global_step),
+        "train_loss": float(result.training_loss),
+        "reward_first": rewards[0] if rewards else None,
+        "reward_last": rewards[-1] if rewards else None,
+        "dbs_tokens_generated": sum(h.get("dbs_tokens_generated", 0) for h in hist),
+        "dbs_tokens_dropped": sum(h.get("dbs_tokens_dropped", 0) for h in hist),
+        "policy_pushes": len(rollout.pushed),
+        "resumed_from": resume,
+        "wall_s": round(time.time() - t0, 1),
+    }

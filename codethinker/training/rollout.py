@@ -1,0 +1,223 @@
+"""GRPO rollouts: a group of regular + DBS samples per prompt, from the *current* policy.
+
+:class:`Rollout` is TRL's ``rollout_func``. TRL hands it each prompt repeated once per
+generation (``n_regular + n_dbs`` consecutive copies; ENVIRONMENT.md); it returns one completion
+per copy: first the regular samples, then the DBS samples (:mod:`codethinker.sampling.dbs`,
+scored by a prefix PRM bound to the prompt's ground truth).
+
+Policy sync (verl issue #7495 is a rollout engine that kept sampling from the initial weights):
+- ``vllm``: before the first rollout after each optimizer step the trainer's LoRA adapter is
+  saved and pushed to the engine under a new adapter id (:meth:`VLLMEngine.set_lora`);
+- ``hf``: the engine wraps the live training model, so it always samples from the current one.
+
+>>> rollout = Rollout(engine, tok, truths, RolloutParams(), adapter_root=Path("tmp"))  # doctest: +SKIP
+>>> GRPOTrainer(..., rollout_func=rollout)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codethinker.sampling.dbs import DBSConfig, dbs_sample
+
+__all__ = ["Rollout", "RolloutParams", "make_engine", "prompt_key"]
+
+
+@dataclass
+class RolloutParams:
+    n_regular: int = field(default=4, metadata={"help": "regular samples per prompt (paper: 4)"})
+    n_dbs: int = field(default=4, metadata={"help": "DBS samples per prompt (paper: 4); 0 turns DBS off"})
+    max_completion_tokens: int = field(default=1024, metadata={"help": "length limit of one response"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature (both kinds)"})
+    block_stop: list[str] = field(
+        default_factory=lambda: ["[/LOCALS]"], metadata={"help": "DBS: stop strings that end a block"}
+    )
+    final_stop: list[str] = field(
+        default_factory=lambda: ["[/TRACE]"], metadata={"help": "stop strings that end a response"}
+    )
+    dbs_max_rounds: int = field(default=64, metadata={"help": "DBS: block rounds before running to the end"})
+
+    @property
+    def group(self) -> int:
+        return self.n_regular + self.n_dbs
+
+
+def prompt_key(messages: Any) -> str:
+    """A stable key for a chat prompt (TRL passes prompts, not dataset rows, to ``rollout_func``)."""
+    return json.dumps([{"role": m["role"], "content": m["content"]} for m in messages], sort_keys=True)
+
+
+def make_engine(
+    kind: str,
+    model: str | Path,
+    *,
+    enable_lora: bool = True,
+    max_lora_rank: int = 16,
+    max_model_len: int = 4096,
+    gpu_memory_utilization: float | None = None,
+    seed: int = 0,
+) -> tuple[str, Any]:
+    """``(kind, engine)`` for ``vllm`` / ``hf`` / ``auto`` (vLLM when it is installed)."""
+    if kind == "auto":
+        try:
+            import vllm  # noqa: F401
+
+            kind = "vllm"
+        except ImportError:
+            kind = "hf"
+    if kind == "vllm":
+        from codethinker.engines.vllm import VLLMEngine
+
+        eng = VLLMEngine(
+            model,
+            enable_lora=enable_lora,
+            max_lora_rank=max_lora_rank,
+            max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            seed=seed,
+        )
+        return kind, eng
+    if kind == "hf":
+        return kind, None  # built on the live training model by Rollout
+    raise ValueError(f"unknown rollout engine {kind!r} (vllm | hf | auto)")
+
+
+@dataclass
+class RolloutStats:
+    regular_tokens: int = 0
+    dbs_tokens_generated: int = 0
+    dbs_tokens_dropped: int = 0
+    dbs_rounds: int = 0
+    calls: int = 0
+
+    def take(self) -> dict[str, float]:
+        out = {
+            "rollout/regular_tokens": self.regular_tokens,
+            "rollout/dbs_tokens_generated": self.dbs_tokens_generated,
+            "rollout/dbs_tokens_dropped": self.dbs_tokens_dropped,
+            "rollout/dbs_rounds": self.dbs_rounds / max(self.calls, 1),
+        }
+        self.__init__()  # type: ignore[misc]
+        return {k: float(v) for k, v in out.items()}
+
+
+class Rollout:
+    """TRL ``rollout_func``: regular + DBS samples per prompt from the current policy."""
+
+    def __init__(
+        self,
+        kind: str,
+        engine: Any,
+        tokenizer: Any,
+        truths: dict[str, str],
+        p: RolloutParams,
+        scorer: Callable[[str, Any], float] | None = None,
+        adapter_root: Path | None = None,
+        seed: int = 0,
+    ):
+        self.kind, self.engine, self.tok, self.truths, self.p = kind, engine, tokenizer, truths, p
+        self.adapter_root = Path(adapter_root) if adapter_root else None
+        self.seed, self.calls = seed, 0
+        if scorer is None:
+            from codethinker.contra.validate import prefix_score
+
+            scorer = prefix_score
+        self.scorer = scorer
+        self.synced_step: int | None = None
+        self.pushed: list[Path] = []  # adapters pushed to vLLM, in order (tests read it)
+        self.stats = RolloutStats()
+        self.im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    # -- policy sync --------------------------------------------------------------------------------
+    def sync(self, trainer: Any) -> None:
+        if self.kind == "static":  # a fixed engine (tests, or sampling from a frozen server)
+            return
+        step = int(trainer.state.global_step)
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        if self.kind == "hf":
+            if self.engine is None or self.engine.model is not model:
+                from codethinker.engines.hf import HFEngine
+
+                self.engine = HFEngine(model, self.tok)
+            return
+        if step == self.synced_step:
+            return
+        if self.adapter_root is None:
+            raise RuntimeError("vLLM rollouts need adapter_root to push the policy's LoRA weights")
+        d = self.adapter_root / f"step-{step}"
+        model.save_pretrained(str(d))
+        self.engine.set_lora(d)
+        self.synced_step = step
+        self.pushed.append(d)
+        for old in self.pushed[:-2]:  # keep the last two on disk
+            shutil.rmtree(old, ignore_errors=True)
+
+    # -- sampling -----------------------------------------------------------------------------------
+    def sample(self, prompts: list[Any]) -> tuple[list[str], list[list[Any]]]:
+        """Chat prompts (one per group) -> (prompt texts, per prompt: regular then DBS completions)."""
+        from codethinker.contra.tracer import Flow
+
+        p = self.p
+        texts = [self.tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
+        seed = self.seed * 100_003 + self.calls
+        self.calls += 1
+        regular: list[list[Any]] = [[] for _ in texts]
+        if p.n_regular:
+            regular = self.engine.continue_prefixes(
+                texts,
+                p.n_regular,
+                stop=list(p.final_stop),
+                max_tokens=p.max_completion_tokens,
+                temperature=p.temperature,
+                seed=seed,
+            )
+        dbs: list[list[Any]] = [[] for _ in texts]
+        if p.n_dbs:
+            flows = [Flow.from_json(self.truths[prompt_key(m)]) for m in prompts]
+            scorers = [functools.partial(self.scorer, flow=f) for f in flows]
+            cfg = DBSConfig(
+                budget=p.n_dbs,
+                max_tokens=p.max_completion_tokens,
+                block_stop=list(p.block_stop),
+                final_stop=list(p.final_stop),
+                temperature=p.temperature,
+                max_rounds=p.dbs_max_rounds,
+                seed=seed + 50_000,
+            )
+            results = dbs_sample(self.engine, texts, scorers, cfg)
+            dbs = [r.completions for r in results]
+            self.stats.dbs_tokens_generated += sum(r.tokens_generated for r in results)
+            self.stats.dbs_tokens_dropped += sum(r.tokens_dropped for r in results)
+            self.stats.dbs_rounds += max(r.rounds for r in results)
+        self.stats.regular_tokens += sum(c.n_tokens for row in regular for c in row)
+        self.stats.calls += 1
+        return texts, [r + d for r, d in zip(regular, dbs, strict=True)]
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        g = self.p.group
+        if len(prompts) % g:
+            raise ValueError(f"rollout got {len(prompts)} prompts, not a multiple of the group size {g}")
+        groups = [prompts[i : i + g] for i in range(0, len(prompts), g)]
+        for grp in groups:
+            if any(prompt_key(x) != prompt_key(grp[0]) for x in grp):
+                raise ValueError("rollout expects each prompt repeated once per generation, consecutively")
+        self.sync(trainer)
+        texts, comps = self.sample([grp[0] for grp in groups])
+        prompt_ids, completion_ids, kinds = [], [], []
+        cap = self.p.max_completion_tokens
+        for text, row in zip(texts, comps, strict=True):
+            p_ids = self.tok(text, add_special_tokens=False).input_ids
+            for k, c in enumerate(row):
+                ids = self.tok(c.text, add_special_tokens=False).input_ids[:cap]
+                if (c.finish_reason == "stop" and len(ids) < cap) or not ids:
+                    ids.append(self.im_end)  # the response ended: teach the end of turn
+                prompt_ids.append(p_ids)
+                completion_ids.append(ids)
+                kinds.append("regular" if k < self.p.n_regular else "dbs")
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None, "rollout_kind": kinds}

@@ -1,0 +1,83 @@
+"""Stage eval_truth: the benchmarks of the evaluation, each sample traced to its ConTra truth.
+
+    python -m stages.eval_truth          # or: dvc repro eval_truth
+
+Reads ``params.yaml: eval_truth`` and ``base.mirror``. Writes ``data/eval/truth/<bench>.jsonl``
+(one row per problem: its fields plus the truth JSON, or the reason it could not be traced) and
+``metrics/eval_truth.json`` (counts per benchmark against the paper's, untraceable samples, the
+cross-check of traced against stored outputs). LiveCodeBench-O lives only on the Hugging Face
+hub: offline it is skipped with a message (recorded in the metrics), not an error.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from codethinker.data.io import write_json
+from codethinker.data.sources import SourceError
+from codethinker.evaluation.benchmarks import BenchmarkUnavailable, canonical_name, prepare, write_truth
+from codethinker.params import load_section, mirror_root
+from codethinker.sandbox import Sandbox, SandboxConfig
+from codethinker.tracking import stage_run
+
+OUT = Path("data/eval/truth")
+METRICS = Path("metrics/eval_truth.json")
+
+
+def run(params: dict) -> dict:
+    mirror = mirror_root(params["base"])
+    if mirror is None:
+        print(f"eval_truth: no mirror at base.mirror={params['base'].get('mirror')!r}; downloading", file=sys.stderr)
+    try:
+        names = [canonical_name(b) for b in params.get("benchmarks", [])]
+    except ValueError as exc:
+        raise SystemExit(f"eval_truth: {exc}") from None
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    OUT.mkdir(parents=True)
+    metrics: dict = {}
+    config = SandboxConfig(timeout_s=float(params.get("timeout_s", 2.0)))
+    with Sandbox(config) as sb:
+        for name in names:
+            try:
+                bench = prepare(
+                    name,
+                    mirror,
+                    params.get("cache_dir", "data/downloads"),
+                    download=bool(params.get("download", True)),
+                    sandbox=sb,
+                )
+            except BenchmarkUnavailable as exc:
+                print(f"eval_truth: {exc}", file=sys.stderr)
+                metrics[name] = {"skipped": str(exc)}
+                continue
+            except SourceError as exc:
+                raise SystemExit(f"eval_truth: {exc}") from None
+            write_truth(OUT / f"{name}.jsonl", bench)
+            metrics[name] = bench.counts()
+            c = metrics[name]
+            print(
+                f"eval_truth: {name}: {c['traced']} of {c['problems']} traced (paper: {c['paper_count']}), "
+                f"{c['untraceable']} untraceable, {c['stored_output_mismatches']} differ from the stored output",
+                file=sys.stderr,
+            )
+    write_json(METRICS, metrics)
+    return metrics
+
+
+def main() -> None:
+    params = load_section("eval_truth")
+    with stage_run("eval_truth", params) as tracked:
+        metrics = run(params)
+        for name, m in metrics.items():
+            if "skipped" in m:
+                tracked.set_tags({f"{name}.skipped": m["skipped"]})
+            else:
+                tracked.log_metrics({f"{name}.{k}": v for k, v in m.items() if isinstance(v, int)})
+        tracked.log_artifact(METRICS)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Stage evaluate: one model on CRUXEval-O, REval-FO (and LiveCodeBench-O where the hub is
+reachable), ``runs`` sampled runs each; pass@1 (mean, std), RCS, format rate, thinking depth.
+
+    python -m stages.evaluate --model base     # or: dvc repro evaluate@base (one stage per model)
+
+Reads ``params.yaml: evaluate`` (``models.<name>``: model folder or hub id, optional LoRA
+adapter, prompt format; ``runs``, ``temperature``, ``max_tokens``, ``engine``) and the
+``eval_truth`` stage's truth files. Writes ``data/eval/<name>/<bench>.jsonl`` (every generation,
+judged), ``metrics/eval/<name>/<bench>.json`` (DVC metrics) and logs both to MLflow (child run
+``evaluate@<name>``). ``codethinker report`` turns the metrics into the paper's tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from codethinker.evaluation.benchmarks import BENCHMARKS, load_traced
+from codethinker.evaluation.harness import ModelSpec, eval_config, evaluate_model, model_problem
+from codethinker.params import by_profile, load_section
+from codethinker.tracking import stage_run
+
+TRUTH = Path("data/eval/truth")
+TRUTH_METRICS = Path("metrics/eval_truth.json")
+LOGGED = (
+    "pass1_mean",
+    "pass1_std",
+    "pass1_strict_mean",
+    "rcs_mean",
+    "fmt_rate",
+    "answer_rate",
+    "tokens_mean",
+    "truncated_rate",
+    "n_samples",
+    "untraceable",
+    "gen_seconds",
+    "tokens_per_s",
+)
+
+
+def benchmarks() -> dict:
+    """Truth per benchmark, or the message why it was skipped (from the eval_truth stage)."""
+    if not TRUTH_METRICS.is_file():
+        raise SystemExit(f"evaluate: {TRUTH_METRICS} is missing; run `dvc repro eval_truth` first")
+    status = json.loads(TRUTH_METRICS.read_text())
+    out: dict = {}
+    for name in sorted(status, key=BENCHMARKS.index):
+        path = TRUTH / f"{name}.jsonl"
+        out[name] = status[name]["skipped"] if "skipped" in status[name] else load_traced(name, path)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m stages.evaluate", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (e.g. base, sft, grpo)")
+    args = ap.parse_args(argv)
+    params = load_section("evaluate")
+    base = params["base"]
+    models = params.get("models") or {}
+    if args.model not in models:
+        raise SystemExit(f"evaluate: no model {args.model!r} in evaluate.models; known: {', '.join(models)}")
+    item = models[args.model]
+    spec = ModelSpec(args.model, str(item["model"]), item.get("adapter"), item.get("format", "contra"))
+    problem = model_problem(spec)
+    if problem:
+        raise SystemExit(f"evaluate: {problem}")
+    config = eval_config(params, base)
+    engine = {k: by_profile(v, base) for k, v in (params.get("engine") or {}).items()}
+    backend = engine.pop("backend", "vllm")
+    pred_dir, metrics_dir = Path("data/eval") / spec.name, Path("metrics/eval") / spec.name
+    run_params = {
+        "model": asdict(spec),
+        "config": asdict(config),
+        "engine": {"backend": backend, **engine},
+        "profile": base.get("profile", "default"),
+    }
+    with stage_run(f"evaluate@{spec.name}", run_params) as run:
+        run.set_tags(
+            {
+                "eval.model": spec.name,
+                "eval.path": spec.model,
+                "eval.adapter": spec.adapter or "",
+                "eval.format": spec.format,
+                "eval.profile": run_params["profile"],
+            }
+        )
+        results = evaluate_model(
+            spec,
+            benchmarks(),
+            config,
+            backend=backend,
+            engine_options=engine,
+            pred_dir=pred_dir,
+            metrics_dir=metrics_dir,
+        )
+        for bench, m in results.items():
+            if m.get("skipped"):
+                run.set_tags({f"{bench}.skipped": m["skipped"]})
+                continue
+            run.log_metrics({f"{bench}.{k}": m[k] for k in LOGGED if isinstance(m.get(k), int | float)})
+            for r, value in enumerate(m["pass1_runs"]):
+                run.log_metrics({f"{bench}.pass1_run": value}, step=r)
+        run.log_artifact(metrics_dir, "metrics")
+        if params.get("log_predictions", True):
+            run.log_artifact(pred_dir, "predictions")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""GRPO local backend: the rollout hook, the CRM reward statistics, training on the tiny model,
+and the policy sync: vLLM samples from the updated policy after an optimizer step (verl #7495)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from codethinker.contra.render import render_prompt, render_trace
+from codethinker.contra.tracer import Flow
+from codethinker.training.grpo import grpo_params, load_grpo_rows
+from codethinker.training.grpo_local import CRMRewardFunc, make_grpo_trainer, run_grpo_local
+from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
+
+from ..sampling.scripted import ScriptedEngine
+from .tinydata import truths
+
+
+class _Tok:
+    """Character-level stand-in tokenizer (ids = code points)."""
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True):
+        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+    def __call__(self, text, add_special_tokens=False):
+        return types.SimpleNamespace(input_ids=[ord(c) for c in text])
+
+    def convert_tokens_to_ids(self, token):
+        return -7
+
+
+def _trainer(step=0):
+    return types.SimpleNamespace(state=types.SimpleNamespace(global_step=step))
+
+
+def test_rollout_returns_regular_then_dbs_per_group():
+    flows = [Flow.from_json(t) for t in truths()[:2]]
+    prompts = [render_prompt(f) for f in flows]
+    table = {prompt_key(p): t for p, t in zip(prompts, truths()[:2], strict=False)}
+
+    def script(prefix, k, sid):
+        if "[/LOCALS]" in prefix or k % 2:
+            return "[/TRACE]", 2, "stop"
+        return "[TRACE]\n[/LOCALS]", 3, "stop"
+
+    r = Rollout("static", ScriptedEngine(script), _Tok(), table, RolloutParams(n_regular=2, n_dbs=3))
+    out = r([prompts[0]] * 5 + [prompts[1]] * 5, _trainer())
+    assert len(out["prompt_ids"]) == len(out["completion_ids"]) == 10
+    assert out["rollout_kind"] == ["regular"] * 2 + ["dbs"] * 3 + ["regular"] * 2 + ["dbs"] * 3
+    assert out["logprobs"] is None
+    assert all(ids[-1] == -7 for ids in out["completion_ids"])  # each finished response ends its turn
+    stats = r.stats.take()
+    assert stats["rollout/dbs_tokens_generated"] > 0 and stats["rollout/regular_tokens"] == 2 * (3 + 2)
+    with pytest.raises(ValueError, match="repeated"):
+        r([prompts[0]] * 4 + [prompts[1]], _trainer())
+
+
+def test_crm_reward_func_scores_and_summarizes():
+    good = [render_trace(Flow.from_json(t)) for t in truths()[:2]]
+    fn = CRMRewardFunc({"alpha": 1.0})
+    comps = [[{"role": "assistant", "content": c}] for c in [*good, "junk", "[TRACE]"]]
+    rewards = fn(None, comps, truth=[*truths()[:2], truths()[0], truths()[1]],
+                 completion_ids=[[1] * 10, [1] * 20, [1] * 3, [1] * 3], rollout_kind=["regular", "dbs"] * 2)
+    assert rewards == [4.0, 4.0, 0.0, 0.0]
+    s = fn.take()
+    assert s["reward_mean"] == 2.0 and s["reward_regular_max"] == 4.0 and s["reward_dbs_mean"] == 2.0
+    assert s["fmt_rate"] == 0.5 and s["rcs"] == 0.5 and s["response_len"] == 9.0
+    assert fn.take() == {k: 0.0 for k in ("reward_mean", "reward_std", "reward_max", "reward_regular_mean",
+                                          "reward_regular_std", "reward_regular_max", "reward_dbs_mean",
+                                          "reward_dbs_std", "reward_dbs_max")}
+
+
+def _tiny_params(**over):
+    base = {"max_steps": 1, "prompts_per_step": 1, "micro_batch": 4, "learning_rate": 1e-3,
+            "rollout_engine": "hf", "lora": {"r": 8, "alpha": 16},
+            "rollout": {"n_regular": 2, "n_dbs": 2, "max_completion_tokens": 12}}
+    base.update(over)
+    return grpo_params(base)
+
+
+@pytest.mark.slow
+def test_grpo_local_hf_trains_saves_and_logs(tiny_model, grpo_parquet, tmp_path):
+    csv = tmp_path / "plots" / "grpo_reward.csv"
+    m = run_grpo_local(tiny_model, grpo_parquet, tmp_path / "grpo", _tiny_params(), plot_csv=csv)
+    assert m["steps"] == 1 and m["rollout_engine"] == "hf" and m["prompts"] == 4
+    assert (tmp_path / "grpo" / "adapter" / "adapter_model.safetensors").is_file()
+    assert (tmp_path / "grpo" / "merged" / "config.json").is_file()
+    lines = csv.read_text().splitlines()
+    assert lines[0].startswith("step,reward_mean,reward_regular_mean,reward_dbs_mean")
+    assert len(lines) == 2 and lines[1].startswith("1,")
+
+
+def _lengthy(completions, **_):
+    """A reward with spread inside every group, so one step moves the policy."""
+    return [float(len(c[-1]["content"])) for c in completions]
+
+
+@pytest.mark.slow
+def test_hf_rollouts_use_the_live_policy(tiny_model, grpo_parquet, tmp_path):
+    rows, _ = load_grpo_rows(grpo_parquet)
+    trainer, rollout = make_grpo_trainer(tiny_model, rows, tmp_path / "ck", _tiny_params(),
+                                         reward_funcs=[_lengthy])
+    trainer.train()
+    assert rollout.engine.model is trainer.accelerator.unwrap_model(trainer.model)
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_vllm_rollouts_sample_from_the_updated_policy(tiny_model, grpo_parquet, tmp_path, vllm_engine):
+    """After an optimizer step the engine gets the new LoRA weights and its greedy output follows them."""
+    import torch
+    from peft import PeftModel
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from codethinker.engines.hf import HFEngine
+
+    rows, _ = load_grpo_rows(grpo_parquet)
+    p = _tiny_params(max_steps=2, learning_rate=5e-2, rollout_engine="vllm")
+    trainer, rollout = make_grpo_trainer(tiny_model, rows, tmp_path / "ck", p, reward_funcs=[_lengthy],
+                                         engine=("vllm", vllm_engine))
+    trainer.train()
+    assert [d.name for d in rollout.pushed] == ["step-0", "step-1"]
+    w0, w1 = (load_file(d / "adapter_model.safetensors") for d in rollout.pushed)
+    lora_b = [k for k in w1 if "lora_B" in k]
+    assert lora_b and all(torch.count_nonzero(w0[k]) == 0 for k in lora_b)  # fresh adapter: B = 0
+    assert any(torch.count_nonzero(w1[k]) > 0 for k in lora_b)  # the step moved it
+    # the engine now samples from the step-1 policy: same greedy text as transformers with that adapter
+    prompt = vllm_engine.apply_chat_template(rows[0]["prompt"])
+    [[got]] = vllm_engine.continue_prefixes([prompt], 1, stop=[], max_tokens=6, temperature=0)
+    ref_model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model), rollout.pushed[1])
+    ref = HFEngine(ref_model, vllm_engine.tokenizer)
+    [[want]] = ref.continue_prefixes([prompt], 1, stop=[], max_tokens=6, temperature=0)
+    [[initial]] = HFEngine(tiny_model).continue_prefixes([prompt], 1, stop=[], max_tokens=6, temperature=0)
+    assert got.text == want.text
+    assert got.text != initial.text
