@@ -71,6 +71,8 @@ __all__ = [
     "enabled",
     "experiment_name",
     "pipeline_run",
+    "process_alive",
+    "process_key",
     "register_adapter",
     "stage_run",
     "tracking_uri",
@@ -136,7 +138,7 @@ def _unreachable_msg(uri: str, why: object) -> str:
 # --- processes that own runs ---------------------------------------------------------------
 
 
-def _proc_key(pid: int) -> str | None:
+def process_key(pid: int) -> str | None:
     """``host:pid:start`` for a live process (start = clock ticks since boot, Linux)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -152,7 +154,7 @@ def _proc_key(pid: int) -> str | None:
     return f"{socket.gethostname()}:{pid}:{start}"
 
 
-def _alive(key: str) -> bool:
+def process_alive(key: str) -> bool:
     """Whether the owner named by ``key`` may still run (other hosts: assumed alive)."""
     try:
         host, pid_s, start = key.rsplit(":", 2)
@@ -161,7 +163,7 @@ def _alive(key: str) -> bool:
         return True
     if host != socket.gethostname():
         return True
-    now = _proc_key(pid)
+    now = process_key(pid)
     return now is not None and (start == "?" or now == key)
 
 
@@ -183,7 +185,7 @@ def _repro_owner() -> tuple[str, str]:
             except OSError:
                 break
             if b"\0DVC_STAGE=" not in b"\0" + env:
-                key = _proc_key(pid)
+                key = process_key(pid)
                 if key:
                     return key, "dvc-repro"
                 break
@@ -191,10 +193,10 @@ def _repro_owner() -> tuple[str, str]:
             if not nxt or nxt <= 1:
                 break
             pid = nxt
-        key = _proc_key(os.getppid())
+        key = process_key(os.getppid())
         if key:
             return key, "dvc-repro"
-    return _proc_key(os.getpid()) or f"{socket.gethostname()}:{os.getpid()}:?", "manual"
+    return process_key(os.getpid()) or f"{socket.gethostname()}:{os.getpid()}:?", "manual"
 
 
 # --- MLflow plumbing --------------------------------------------------------------------------
@@ -251,7 +253,7 @@ def _reap(client: Any, experiment_id: str) -> list[str]:
     reaped = []
     for r in runs:
         owner = r.data.tags.get(OWNER_TAG, "")
-        if owner and not _alive(owner):
+        if owner and not process_alive(owner):
             with contextlib.suppress(Exception):
                 client.set_terminated(r.info.run_id, status="KILLED")
                 client.set_tag(r.info.run_id, "codethinker.reaped", "owner process gone")
@@ -567,7 +569,7 @@ def stage_run(stage: str, params: dict[str, Any] | None = None, root: str = ".")
             mlflow.start_run(experiment_id=exp_id, run_name=stage, nested=True, parent_run_id=parent) as run,
         ):
             handle = StageRun(mlflow, client, run.info.run_id)
-            tags = {STAGE_TAG: stage, OWNER_TAG: _proc_key(os.getpid()) or "", PARENT_TAG: parent}
+            tags = {STAGE_TAG: stage, OWNER_TAG: process_key(os.getpid()) or "", PARENT_TAG: parent}
             if os.environ.get("DVC_STAGE"):
                 tags["codethinker.dvc_stage"] = os.environ["DVC_STAGE"]
             if fallback_from:
@@ -617,7 +619,7 @@ def pipeline_run(
         return
     mlflow, client, exp_id, fallback_from = _setup(root)
     _reap(client, exp_id)
-    all_tags = {PIPELINE_TAG: "1", OWNER_TAG: _proc_key(os.getpid()) or "", KIND_TAG: "flow"}
+    all_tags = {PIPELINE_TAG: "1", OWNER_TAG: process_key(os.getpid()) or "", KIND_TAG: "flow"}
     if fallback_from:
         all_tags["codethinker.fallback_from"] = fallback_from
     all_tags.update({k: str(v) for k, v in (tags or {}).items()})

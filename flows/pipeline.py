@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import yaml
 from prefect import flow, get_run_logger, task
@@ -59,7 +60,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.tasks import exponential_backoff
 
 from codethinker.params import by_profile, flatten, load_params
-from codethinker.tracking import pipeline_run, tracking_uri
+from codethinker.tracking import pipeline_run, process_alive, process_key, tracking_uri
 
 __all__ = ["GPU_LIMIT", "StageSpec", "apply_overrides", "classify", "pipeline", "read_dag", "select"]
 
@@ -272,6 +273,39 @@ def _local_flows_guard() -> Iterator[bool]:
             yield alone
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _flow_run_registry(flow_run_id: str, logger: Any) -> Iterator[None]:
+    """Mark ``Crashed`` the flow runs of this machine whose process died; register this one meanwhile.
+
+    Prefect cannot tell that a SIGKILLed flow's process is gone: its run would stay ``Running``.
+    Each flow run leaves ``$PREFECT_HOME/codethinker-flow-runs/<flow run id>`` holding its
+    process key (host:pid:start) while it runs; the next flow run crashes the dead ones.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.settings import get_current_settings
+    from prefect.states import Crashed
+
+    folder = Path(get_current_settings().home).expanduser() / "codethinker-flow-runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in folder.iterdir():
+        key = f.read_text().strip() if f.is_file() else ""
+        if key and not process_alive(key):
+            with contextlib.suppress(Exception), get_client(sync_client=True) as client:
+                run = client.read_flow_run(UUID(f.name))
+                if run.state and not run.state.is_final():
+                    client.set_flow_run_state(
+                        f.name, Crashed(message=f"its process {key} died (found by flow run {flow_run_id})"), force=True
+                    )
+                    logger.info("marked flow run %s (%s) Crashed: its process is gone", run.name, f.name)
+            f.unlink(missing_ok=True)
+    mine = folder / flow_run_id
+    mine.write_text(process_key(os.getpid()) or "")
+    try:
+        yield
+    finally:
+        mine.unlink(missing_ok=True)
 
 
 def ensure_gpu_limit(name: str, slots: int, repair_leaks: bool) -> str:
@@ -498,7 +532,7 @@ def pipeline(
         "flow_run_name": runtime_flow_run.name,
         "stages": [],
     }
-    with _local_flows_guard() as alone:
+    with _local_flows_guard() as alone, _flow_run_registry(str(runtime_flow_run.id), logger):
         if any(c["gpu"] for c in classes.values()):
             logger.info("%s", ensure_gpu_limit(GPU_LIMIT, int(cfg.get("gpu_slots", 1)), repair_leaks=alone))
         try:

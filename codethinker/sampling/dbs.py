@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from codethinker.engines.base import Completion, Engine
 
-__all__ = ["DBSConfig", "DBSResult", "allocate", "dbs_sample"]
+__all__ = ["DBSConfig", "DBSResult", "DBSRun", "allocate", "dbs_sample", "dbs_sample_async"]
 
 Scorer = Callable[[str], float]
 
@@ -98,6 +98,112 @@ def _is_final(c: Completion, cfg: DBSConfig, total: int) -> bool:
     return not any(text.endswith(s) for s in cfg.block_stop)
 
 
+@dataclass
+class Request:
+    """One engine call of a DBS round: ``n`` continuations of each prefix."""
+
+    members: list[tuple[int, int]]  # (prompt index, node id) per prefix
+    prefixes: list[str]
+    n: int
+    stop: list[str]
+    max_tokens: int
+    temperature: float
+    seed: int | None
+
+
+class DBSRun:
+    """DBS as a state machine: :meth:`requests` -> run them on any engine -> :meth:`feed`, until
+    :attr:`done`. :func:`dbs_sample` (sync engines) and :func:`dbs_sample_async` (async ones, e.g.
+    verl's rollout servers) drive it; the algorithm lives only here."""
+
+    def __init__(self, prompts: Sequence[str], scorers: Sequence[Scorer], cfg: DBSConfig | None = None):
+        self.cfg = cfg = cfg or DBSConfig()
+        if len(prompts) != len(scorers):
+            raise ValueError("one scorer per prompt")
+        if cfg.budget < 1:
+            raise ValueError("budget must be >= 1")
+        self.prompts, self.scorers = list(prompts), list(scorers)
+        self.trees: list[list[_Node]] = [[_Node("", 0, 0, None)] for _ in prompts]
+        self.live: list[list[tuple[int, int]]] = [[(0, cfg.budget)] for _ in prompts]  # (node id, budget)
+        self.finals: list[list[int]] = [[] for _ in prompts]
+        self.out = [DBSResult(completions=[]) for _ in prompts]
+        self.round = 0
+        self._pending: list[Request] | None = None
+
+    @property
+    def done(self) -> bool:
+        return not any(self.live)
+
+    def requests(self) -> list[Request]:
+        """This round's engine calls, grouped by (n, max_tokens): the engine contract takes one of each."""
+        cfg, last = self.cfg, self.round >= self.cfg.max_rounds
+        stop = list(cfg.final_stop) if last else [*cfg.block_stop, *cfg.final_stop]
+        groups: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+        for p, items in enumerate(self.live):
+            for node_id, b in items:
+                remaining = cfg.max_tokens - self.trees[p][node_id].n_tokens
+                groups[(b, max(remaining, 1))].append((p, node_id))
+        reqs = []
+        for g, ((b, max_tok), members) in enumerate(sorted(groups.items())):
+            seed = None if cfg.seed is None else cfg.seed + 7919 * self.round + g
+            prefixes = [self.prompts[p] + self.trees[p][nid].text for p, nid in members]
+            reqs.append(Request(members, prefixes, b, stop, max_tok, cfg.temperature, seed))
+        self._pending = reqs
+        return reqs
+
+    def feed(self, outputs: Sequence[Sequence[Sequence[Completion]]]) -> None:
+        """Continuations for :meth:`requests`' calls, in order: score, reallocate, drop."""
+        reqs, self._pending = self._pending, None
+        if reqs is None or len(outputs) != len(reqs):
+            raise RuntimeError("feed() needs the outputs of the last requests(), one per request")
+        cfg, last = self.cfg, self.round >= self.cfg.max_rounds
+        drawn: dict[int, list[tuple[int, Completion]]] = defaultdict(list)  # prompt -> (parent, completion)
+        for req, outs in zip(reqs, outputs, strict=True):
+            for (p, nid), conts in zip(req.members, outs, strict=True):
+                if len(conts) != req.n:
+                    raise RuntimeError(f"engine returned {len(conts)} continuations, asked for {req.n}")
+                drawn[p].extend((nid, c) for c in conts)
+        for p, items in enumerate(self.live):
+            if not items:
+                continue
+            tree, res = self.trees[p], self.out[p]
+            order = {nid: k for k, (nid, _) in enumerate(items)}  # "first" = order of the live list
+            unfinished: list[int] = []
+            for parent, c in sorted(drawn[p], key=lambda t: order[t[0]]):
+                node = _Node(tree[parent].text + c.text, tree[parent].n_tokens + c.n_tokens, c.n_tokens,
+                             parent, c.finish_reason)
+                tree.append(node)
+                res.tokens_generated += c.n_tokens
+                if last or _is_final(c, cfg, node.n_tokens):
+                    self.finals[p].append(len(tree) - 1)
+                else:
+                    unfinished.append(len(tree) - 1)
+            scores = [float(self.scorers[p](tree[i].text)) for i in unfinished]
+            res.scores.append(scores)
+            budgets = allocate(scores, len(unfinished))
+            self.live[p] = [(i, b) for i, b in zip(unfinished, budgets, strict=True) if b > 0]
+            assert len(self.finals[p]) + sum(b for _, b in self.live[p]) == cfg.budget
+        self.round += 1
+
+    def results(self) -> list[DBSResult]:
+        for p, res in enumerate(self.out):
+            tree = self.trees[p]
+            kept: set[int] = set()
+            for i in self.finals[p]:
+                j: int | None = i
+                while j is not None and j not in kept:
+                    kept.add(j)
+                    j = tree[j].parent
+            res.tokens_dropped = sum(n.seg_tokens for k, n in enumerate(tree) if k not in kept)
+            res.rounds = self.round
+            res.completions = [
+                Completion(text=tree[i].text, n_tokens=tree[i].n_tokens,
+                           finish_reason="length" if tree[i].finish == "length" else "stop")
+                for i in self.finals[p]
+            ]
+        return self.out
+
+
 def dbs_sample(
     engine: Engine,
     prompts: Sequence[str],
@@ -105,76 +211,26 @@ def dbs_sample(
     cfg: DBSConfig | None = None,
 ) -> list[DBSResult]:
     """Run DBS for every prompt (chat template applied); one :class:`DBSResult` per prompt."""
-    cfg = cfg or DBSConfig()
-    if len(prompts) != len(scorers):
-        raise ValueError("one scorer per prompt")
-    if cfg.budget < 1:
-        raise ValueError("budget must be >= 1")
-    trees: list[list[_Node]] = [[_Node("", 0, 0, None)] for _ in prompts]
-    live: list[list[tuple[int, int]]] = [[(0, cfg.budget)] for _ in prompts]  # (node id, budget)
-    finals: list[list[int]] = [[] for _ in prompts]
-    results = [DBSResult(completions=[]) for _ in prompts]
-    rnd = 0
-    while any(live):
-        last = rnd >= cfg.max_rounds
-        stop = list(cfg.final_stop) if last else [*cfg.block_stop, *cfg.final_stop]
-        # group the draws by (n, max_tokens): the engine contract takes one of each per call
-        groups: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-        for p, items in enumerate(live):
-            for node_id, b in items:
-                remaining = cfg.max_tokens - trees[p][node_id].n_tokens
-                groups[(b, max(remaining, 1))].append((p, node_id))
-        drawn: dict[int, list[tuple[int, Completion]]] = defaultdict(list)  # prompt -> (parent, completion)
-        for g, ((b, max_tok), members) in enumerate(sorted(groups.items())):
-            prefixes = [prompts[p] + trees[p][nid].text for p, nid in members]
-            seed = None if cfg.seed is None else cfg.seed + 7919 * rnd + g
-            outs = engine.continue_prefixes(
-                prefixes, b, stop=stop, max_tokens=max_tok, temperature=cfg.temperature, seed=seed
-            )
-            for (p, nid), conts in zip(members, outs, strict=True):
-                if len(conts) != b:
-                    raise RuntimeError(f"engine returned {len(conts)} continuations, asked for {b}")
-                drawn[p].extend((nid, c) for c in conts)
-        for p, items in enumerate(live):
-            if not items:
-                continue
-            tree, res = trees[p], results[p]
-            # keep the order of the live list (so "first" is well defined)
-            order = {nid: k for k, (nid, _) in enumerate(items)}
-            cands = sorted(drawn[p], key=lambda t: order[t[0]])
-            unfinished: list[int] = []
-            for parent, c in cands:
-                node = _Node(
-                    tree[parent].text + c.text, tree[parent].n_tokens + c.n_tokens, c.n_tokens, parent, c.finish_reason
-                )
-                tree.append(node)
-                res.tokens_generated += c.n_tokens
-                if last or _is_final(c, cfg, node.n_tokens):
-                    finals[p].append(len(tree) - 1)
-                else:
-                    unfinished.append(len(tree) - 1)
-            scores = [float(scorers[p](tree[i].text)) for i in unfinished]
-            res.scores.append(scores)
-            budgets = allocate(scores, len(unfinished))
-            live[p] = [(i, b) for i, b in zip(unfinished, budgets, strict=True) if b > 0]
-            assert len(finals[p]) + sum(b for _, b in live[p]) == cfg.budget
-        rnd += 1
-    for p, res in enumerate(results):
-        tree = trees[p]
-        kept: set[int] = set()
-        for i in finals[p]:
-            j: int | None = i
-            while j is not None and j not in kept:
-                kept.add(j)
-                j = tree[j].parent
-        res.tokens_dropped = sum(n.seg_tokens for k, n in enumerate(tree) if k not in kept)
-        res.rounds = rnd
-        res.completions = [
-            Completion(
-                text=tree[i].text,
-                n_tokens=tree[i].n_tokens,
-                finish_reason="length" if tree[i].finish == "length" else "stop",
-            )
-            for i in finals[p]
-        ]
-    return results
+    run = DBSRun(prompts, scorers, cfg)
+    while not run.done:
+        run.feed([engine.continue_prefixes(r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens,
+                                           temperature=r.temperature, seed=r.seed) for r in run.requests()])
+    return run.results()
+
+
+async def dbs_sample_async(
+    continue_fn: Callable[..., Awaitable[list[list[Completion]]]],
+    prompts: Sequence[str],
+    scorers: Sequence[Scorer],
+    cfg: DBSConfig | None = None,
+) -> list[DBSResult]:
+    """:func:`dbs_sample` for an async ``continue_fn`` with ``continue_prefixes``' signature;
+    a round's calls run concurrently."""
+    import asyncio
+
+    run = DBSRun(prompts, scorers, cfg)
+    while not run.done:
+        reqs = run.requests()
+        run.feed(await asyncio.gather(*(continue_fn(r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens,
+                                                    temperature=r.temperature, seed=r.seed) for r in reqs)))
+    return run.results()

@@ -13,6 +13,7 @@ format-valid rate, RCS, response length, and the tokens DBS generated and droppe
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -128,6 +129,7 @@ def make_grpo_trainer(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL 1.16
     r = p.rollout
     g = r.group
     seqs = p.prompts_per_step * g
@@ -191,9 +193,6 @@ def run_grpo_local(
     model: str | Path, data: str | Path, out: Path, p: GRPOParams, run: Any = None, plot_csv: Path | None = None
 ) -> dict[str, Any]:
     """Train; save ``out/adapter`` and ``out/merged``; return the stage's metrics."""
-    import os
-
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     t0 = time.time()
     out = Path(out)
     rows, dropped = load_grpo_rows(data, model, p)

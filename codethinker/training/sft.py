@@ -35,7 +35,7 @@ __all__ = ["SFTParams", "load_sft_rows", "make_sft_trainer", "run_sft", "to_prom
 class SFTParams:
     epochs: float = field(default=3.0, metadata={"help": "passes over the data (paper: 3)"})
     max_steps: int = field(default=-1, metadata={"help": "stop after this many optimizer steps (-1: epochs)"})
-    max_samples: int | None = field(default=None, metadata={"help": "use the first N rows (None: all)"})
+    max_samples: int | None = field(default=None, metadata={"help": "use the first N rows that fit (None: all)"})
     max_length: int = field(default=1024, metadata={"help": "drop rows longer than this many tokens"})
     batch_size: int = field(default=2, metadata={"help": "rows per device per micro-batch"})
     grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
@@ -98,15 +98,13 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     tok = AutoTokenizer.from_pretrained(str(model))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    rows = load_sft_rows(data, p.max_samples)
+    rows = load_sft_rows(data)
     kept, too_long = [], 0
-    for r in rows:
-        n = len(tok.apply_chat_template(r["messages"], tokenize=False))  # chars: a cheap upper bound
-        if (
-            n > p.max_length * 2
-            and len(tok(tok.apply_chat_template(r["messages"], tokenize=False), add_special_tokens=False).input_ids)
-            > p.max_length
-        ):
+    for r in rows:  # drop over-long rows first, then take the first max_samples of the rest
+        if p.max_samples and len(kept) >= p.max_samples:
+            break
+        text = tok.apply_chat_template(r["messages"], tokenize=False)
+        if len(text) > p.max_length and len(tok(text, add_special_tokens=False).input_ids) > p.max_length:
             too_long += 1
             continue
         kept.append(to_prompt_completion(r))
@@ -137,7 +135,8 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         dataloader_num_workers=0,
         **precision(),
     )
-    cb = MetricsCallback(run, out / "train_log.csv")
+    cb = MetricsCallback(run, out / "train_log.csv",
+                         columns=["loss", "grad_norm", "learning_rate", "mean_token_accuracy", "epoch"])
     trainer = make_sft_trainer(model, tok, ds, args, p, callbacks=[cb])
     resume = last_checkpoint(ck)
     result = trainer.train(resume_from_checkpoint=resume)

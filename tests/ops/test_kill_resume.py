@@ -81,6 +81,7 @@ def test_kill_the_whole_flow_then_resume(tmp_path: Path, empty_mlflow_db: Path) 
     assert {s["stage"]: s["status"] for s in summary["stages"]} == {"a": "skipped", "slow": "ran", "c": "ran"}
     assert runs_log(root) == ["a", "slow", "slow", "c"]  # `a` was not redone
     assert "freed 1 slot(s) of 'codethinker-gpu'" in out  # the dead flow's GPU slot (ephemeral API)
+    assert "Crashed: its process is gone" in out  # the dead flow's Prefect run is not left Running
     _check_finished(root)
 
     runs = _runs(root)

@@ -187,17 +187,18 @@ def test_tracking_off_is_a_no_op(tracking_on: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_owner_keys() -> None:
-    me = tracking._proc_key(os.getpid())
-    assert me and tracking._alive(me)
-    assert not tracking._alive(f"{socket.gethostname()}:999999999:1")
-    assert tracking._alive("another-host:1:1")
+    me = tracking.process_key(os.getpid())
+    assert me and tracking.process_alive(me)
+    assert not tracking.process_alive(f"{socket.gethostname()}:999999999:1")
+    assert tracking.process_alive("another-host:1:1")
 
 
 def test_autolog_resolves_foreach_stages_and_metrics_folders(tracking_on: Path) -> None:
     root = tracking_on
     (root / "dvc.yaml").write_text(
         "stages:\n  evaluate:\n    foreach: [m1, m2]\n    do:\n      cmd: x ${key}\n"
-        "      outs: [data/eval/${key}]\n      metrics: [{metrics/eval/${key}: {cache: false}}]\n"
+        "      outs:\n        - data/eval/${key}\n"
+        "      metrics:\n        - metrics/eval/${key}:\n            cache: false\n"
     )
     (root / "data/eval/m1").mkdir(parents=True)
     (root / "data/eval/m1/predictions.jsonl").write_text('{"id": "a/0"}\n')

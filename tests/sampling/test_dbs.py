@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codethinker.sampling.dbs import DBSConfig, allocate, dbs_sample
+from codethinker.sampling.dbs import DBSConfig, allocate, dbs_sample, dbs_sample_async
 
 from .scripted import ScriptedEngine
 
@@ -177,3 +177,23 @@ def test_property_budget_and_token_accounting(budget, p_end, n_scores, seg_token
             assert c.n_tokens == sum(segments[s] for s in sids)
     # per round, all prompts together never draw more than n_prompts * budget
     assert eng.drawn <= n_prompts * budget * (max(len(r.scores) for r in results))
+
+
+def test_async_driver_matches_the_sync_one():
+    import asyncio
+
+    def script(prefix, k, sid):
+        depth = n_blocks(prefix)
+        return (f"<d{depth}k{k}>{BLOCK}", 2, "stop") if depth < 2 else (f"<d{depth}k{k}>{END}", 1, "stop")
+
+    score = lambda t: float(t.count("k0"))  # noqa: E731
+    cfg = DBSConfig(budget=4, max_tokens=100)
+    sync = dbs_sample(ScriptedEngine(script), ["P:"], [score], cfg)[0]
+    eng = ScriptedEngine(script)
+
+    async def cont(prefixes, n, **kw):
+        return eng.continue_prefixes(prefixes, n, **kw)
+
+    [asy] = asyncio.run(dbs_sample_async(cont, ["P:"], [score], cfg))
+    assert [c.text for c in asy.completions] == [c.text for c in sync.completions]
+    assert (asy.tokens_generated, asy.tokens_dropped) == (sync.tokens_generated, sync.tokens_dropped)

@@ -1,0 +1,55 @@
+"""Stage grpo: GRPO with regular + DBS samples and the CRM reward, from the SFT policy.
+
+    python -m stages.grpo         # or: dvc repro grpo
+
+Reads ``params.yaml`` ``grpo`` (``backend: local`` = TRL on this machine, ``verl`` = writes
+verl's config and launches ``python -m verl.trainer.main_ppo``; see docs/training.md).
+Input: ``data/contra_sft/grpo_train.parquet`` (verl's schema) and the SFT policy
+``models/sft/merged``. Writes ``models/grpo/{adapter,merged}``, checkpoints in
+``models/grpo/checkpoints`` (a restarted run resumes), ``metrics/grpo.json`` and the per-step
+reward curve ``plots/grpo_reward.csv`` (also logged to MLflow as the ``grpo`` child run).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from codethinker.params import load_params, load_section
+from codethinker.tracking import stage_run
+from codethinker.training.common import resolve_profile
+from codethinker.training.grpo import grpo_params
+
+METRICS, PLOT = Path("metrics/grpo.json"), Path("plots/grpo_reward.csv")
+
+
+def main() -> None:
+    section = load_section("grpo")
+    base = section.pop("base")
+    section = resolve_profile(section, base)
+    data, out = Path(section.pop("data")), Path(section.pop("out"))
+    model = str(section.pop("init", None) or load_params().get("model", {}).get("base", "models/base"))
+    section.setdefault("seed", int(base.get("seed", 0)))
+    p = grpo_params(section)
+    with stage_run("grpo", {"init": model, **section}) as run:
+        if p.backend == "verl":
+            from codethinker.training.grpo_verl import run_grpo_verl
+
+            metrics = run_grpo_verl(model, data, out, p, root=Path.cwd())
+        elif p.backend == "local":
+            from codethinker.training.grpo_local import run_grpo_local
+
+            if not (out / "checkpoints").exists():
+                PLOT.unlink(missing_ok=True)  # a fresh run starts a fresh curve; a resumed one continues it
+            metrics = run_grpo_local(model, data, out, p, run=run, plot_csv=PLOT)
+        else:
+            raise SystemExit(f"grpo.backend must be local or verl, got {p.backend!r}")
+        run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
+        run.log_artifact(PLOT, "plots")
+    METRICS.parent.mkdir(parents=True, exist_ok=True)
+    METRICS.write_text(json.dumps({"init": model, **metrics}, indent=2) + "\n")
+    print(f"grpo ({p.backend}): {json.dumps(metrics)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Stage sft: LoRA SFT of the policy on the ConTra traces (paper: LoRA, 3 epochs).
+
+    python -m stages.sft          # or: dvc repro sft
+
+Reads ``params.yaml`` ``sft`` (profile-dependent values resolved by ``base.profile``) and
+``model.base``; input ``data/contra_sft/sft.jsonl``. Writes ``models/sft/adapter`` (PEFT),
+``models/sft/merged`` (what vLLM and the grpo stage load), checkpoints in
+``models/sft/checkpoints`` (a restarted run resumes from the last one), ``metrics/sft.json`` and
+the loss curve ``plots/sft_loss.csv``; metrics go to MLflow as the ``sft`` child run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from codethinker.params import load_params, load_section
+from codethinker.tracking import stage_run
+from codethinker.training.common import LoRAParams, from_dict, resolve_profile
+from codethinker.training.sft import SFTParams, run_sft
+
+METRICS, PLOT = Path("metrics/sft.json"), Path("plots/sft_loss.csv")
+
+
+def main() -> None:
+    section = load_section("sft")
+    base = section.pop("base")
+    section = resolve_profile(section, base)
+    data, out = Path(section.pop("data")), Path(section.pop("out"))
+    model = str(section.pop("model", None) or load_params().get("model", {}).get("base", "models/base"))
+    section.setdefault("seed", int(base.get("seed", 0)))
+    p = from_dict(SFTParams, section, nested={"lora": LoRAParams})
+    with stage_run("sft", {"model": model, **section}) as run:
+        metrics = run_sft(model, data, out, p, run=run)
+        if (out / "train_log.csv").exists():
+            PLOT.parent.mkdir(parents=True, exist_ok=True)
+            PLOT.write_text((out / "train_log.csv").read_text())
+        run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
+        run.log_artifact(out / "adapter", "adapter")
+    METRICS.parent.mkdir(parents=True, exist_ok=True)
+    METRICS.write_text(json.dumps({"model": model, **metrics}, indent=2) + "\n")
+    print(f"sft: {metrics['steps']} steps, loss {metrics['first_loss']} -> {metrics['last_loss']}, "
+          f"{metrics['wall_s']} s -> {out}/merged")
+
+
+if __name__ == "__main__":
+    main()
