@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3.11}
 VENV=${VERL_VENV:-.venv-verl}
 VERL_VERSION=${VERL_VERSION:-0.9.1}
-STAMP="$VENV/.installed-$VERL_VERSION"
+STAMP="$VENV/.installed-$VERL_VERSION-$(sha1sum "$0" | cut -c1-12)"  # a changed script reinstalls
 if [ -f "$STAMP" ]; then
   exit 0
 fi
@@ -16,7 +16,7 @@ test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # torch first, pinned to the release the main environment uses (the CPU wheel where one is provided)
 "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-"$VENV/bin/python" -m pip install -q "verl==$VERL_VERSION" "transformers<5.11" pandas pyarrow pytest pyyaml
+"$VENV/bin/python" -m pip install -q "verl==$VERL_VERSION" "transformers<5.11" cachetools uvicorn fastapi pandas pyarrow pytest pyyaml
 # the project itself (the reward function imports codethinker.rewards.crm)
 "$VENV/bin/python" -m pip install -q --no-deps -e .
 # PyPI's torchvision/torchaudio/torchcodec break imports beside the CPU torch (ENVIRONMENT.md)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from codethinker.data.io import write_json
 from codethinker.params import load_params, load_section
 from codethinker.tracking import stage_run
 from codethinker.training.common import resolve_profile
@@ -46,8 +47,7 @@ def main() -> None:
             raise SystemExit(f"grpo.backend must be local or verl, got {p.backend!r}")
         run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
         run.log_artifact(PLOT, "plots")
-    METRICS.parent.mkdir(parents=True, exist_ok=True)
-    METRICS.write_text(json.dumps({"init": model, **metrics}, indent=2) + "\n")
+    write_json(METRICS, {"init": model, **metrics})
     print(f"grpo ({p.backend}): {json.dumps(metrics)}")
 
 

@@ -11,9 +11,9 @@ the loss curve ``plots/sft_loss.csv``; metrics go to MLflow as the ``sft`` child
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from codethinker.data.io import write_json
 from codethinker.params import load_params, load_section
 from codethinker.tracking import stage_run
 from codethinker.training.common import LoRAParams, from_dict, resolve_profile
@@ -37,8 +37,7 @@ def main() -> None:
             PLOT.write_text((out / "train_log.csv").read_text())
         run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
         run.log_artifact(out / "adapter", "adapter")
-    METRICS.parent.mkdir(parents=True, exist_ok=True)
-    METRICS.write_text(json.dumps({"model": model, **metrics}, indent=2) + "\n")
+    write_json(METRICS, {"model": model, **metrics})
     print(f"sft: {metrics['steps']} steps, loss {metrics['first_loss']} -> {metrics['last_loss']}, "
           f"{metrics['wall_s']} s -> {out}/merged")
 

@@ -10,9 +10,9 @@ mean response tokens per phase) and logs them to MLflow as the ``train_eval`` ch
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from codethinker.data.io import write_json
 from codethinker.params import load_params, load_section
 from codethinker.tracking import stage_run
 from codethinker.training.common import from_dict, resolve_profile
@@ -36,8 +36,7 @@ def main() -> None:
     with stage_run("train_eval", {"models": models, **section}) as run:
         result = run_train_eval(models, rows, p)
         run.log_metrics(result)
-    METRICS.parent.mkdir(parents=True, exist_ok=True)
-    METRICS.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(METRICS, result)
     cols = ("fmt_rate", "reward", "rcs", "answer_acc", "response_tokens")
     print("phase        " + "  ".join(f"{c:>15}" for c in cols))
     for name, m in result.items():

