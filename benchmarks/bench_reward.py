@@ -3,9 +3,10 @@
     python benchmarks/bench_reward.py [--n 400] [--repeat 3]
 
 Rollouts are ground-truth traces of CRUXEval programs (from the local mirror) with a thought
-per block, in three kinds, scored in one process: exact (LOCALS text identical to the truth:
-the validator's fast path), reformatted (every LOCALS written with other spacing, so each is
-parsed with ``ast.literal_eval``), and wrong (block 2's LOCALS changed). The baseline in the
+per block, in three kinds, scored in one process: exact (LOCALS text identical to the truth),
+respaced (every LOCALS with other spacing around punctuation: equal without parsing, see
+``validate._compact``), reparsed (every non-empty LOCALS with a trailing comma, so each is parsed
+with ``ast.literal_eval``), and wrong (block 2's LOCALS changed). The baseline in the
 same run is ``ast.literal_eval`` of every LOCALS line alone, the floor of any literal check.
 """
 
@@ -39,7 +40,12 @@ def rollouts(n: int) -> list[tuple[str, object, str]]:
         spaced = text
         for b in f.blocks:
             spaced = spaced.replace("\n" + b.locals_text + "\n", "\n" + b.locals_text.replace(", ", " ,  ") + "\n", 1)
-        cases.append((spaced, f, "reformatted"))
+        cases.append((spaced, f, "respaced"))
+        comma = text
+        for b in f.blocks:
+            if b.locals_text != "{}":
+                comma = comma.replace("\n" + b.locals_text + "\n", "\n" + b.locals_text[:-1] + ",}\n", 1)
+        cases.append((comma, f, "reparsed"))
         last = f.blocks[min(1, len(f.blocks) - 1)]
         wrong = text.replace("\n" + last.locals_text + "\n", "\n{'zz': 1}\n", 1)
         cases.append((wrong, f, "wrong"))
@@ -66,7 +72,7 @@ def main() -> None:
     print(f"{len(cases)} rollouts, mean {lines:.0f} lines, mean {statistics.mean(len(c[0]) for c in cases):.0f} chars")
     base = bench(lambda c: [ast.literal_eval(b.locals_text) for b in c[1].blocks], cases, a.repeat)
     print(f"baseline literal_eval of the LOCALS alone: {base:,.0f} /s")
-    for kind in ("exact", "reformatted", "wrong", "all"):
+    for kind in ("exact", "respaced", "reparsed", "wrong", "all"):
         items = [c for c in cases if kind in ("all", c[2])]
         rate = bench(lambda c: crm_score(c[0], c[1]), items, a.repeat)
         print(f"CRM scores/s per core [{kind:>11}]: {rate:,.0f}  ({rate / base:.2f}x the literal_eval baseline)")

@@ -40,6 +40,8 @@ __all__ = ["ParsedBlock", "Validation", "parse_trace", "prefix_score", "validate
 MAX_TRACE_CHARS = 2_000_000
 MAX_LITERAL_CHARS = 200_000
 _TAGSET = frozenset(TAGS)
+_STRING = re.compile(r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
+_PUNCT_SPACE = re.compile(r"\s+(?=[,:\[\]{}()])|(?<=[,:\[\]{}()])\s+")
 _LINENO = re.compile(r"\[LINENO (0|[1-9][0-9]{0,8})\] {4}(.*)\Z", re.S)
 
 
@@ -213,6 +215,26 @@ def _scan(
         return Validation(False, "structure", "text ended inside a group")
 
 
+def _compact(text: str) -> str:
+    """``text`` without white space next to ``, : [ ] { } ( )`` outside string literals.
+
+    Two texts with the same compact form tokenize alike, so when one is a valid literal the other
+    is the same literal: a LOCALS body that differs from the truth's only in such spacing is equal
+    to it without being parsed. Anything else (other quotes, other numbers) falls back to parsing.
+    """
+    parts = _STRING.split(text.strip())
+    return "".join(p if i % 2 else _PUNCT_SPACE.sub("", p) for i, p in enumerate(parts))
+
+
+_compact_truth = functools.lru_cache(maxsize=16384)(_compact)
+
+
+@functools.lru_cache(maxsize=16384)
+def _squeeze_truth(text: str) -> str:
+    """The truth's LOCALS without any white space: a cheap test before :func:`_compact`."""
+    return "".join(text.split())
+
+
 def _literal_locals(block: ParsedBlock) -> dict[str, Any] | None:
     try:
         value = parse_literal(block.locals_text, MAX_LITERAL_CHARS)
@@ -240,6 +262,10 @@ def _check_truth(v: Validation, flow: Flow, partial: bool) -> Validation:
             loc = tb.locals
         elif len(pb.locals_text) > 4 * len(tb.locals_text) + 4096:  # bounds parsing work by the truth's size
             return Validation(False, "too_long", f"block {i}: LOCALS far longer than the truth's", v.blocks)
+        elif "".join(pb.locals_text.split()) == _squeeze_truth(tb.locals_text) and _compact(
+            pb.locals_text
+        ) == _compact_truth(tb.locals_text):
+            loc = tb.locals
         else:
             loc = _literal_locals(pb)
             if loc is None:

@@ -329,3 +329,44 @@ class TestPrefixScore:
         assert prefix_score(sub("[LINENO 0]", "[LINENO 3]"), FLOW) == -1.0
         assert prefix_score(set_locals(GOOD, 0, "[1]"), FLOW) == -1.0
         assert prefix_score(sub("[LINENO 2]        b = a * 2", "[LINENO 2]        b = 0"), FLOW) == -1.0
+
+
+# --------------------------------------------------------------------------- spacing fast path
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from codethinker.contra.validate import _compact  # noqa: E402
+from codethinker.contra.values import parse_literal as _parse  # noqa: E402
+from codethinker.contra.values import strict_equal as _eq  # noqa: E402
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=6), st.floats(-1e6, 1e6))
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.tuples(inner, inner), st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(truth=_values, other=_values, spaces=st.lists(st.sampled_from(["", " ", "  ", "\n"]), min_size=1, max_size=40))
+def test_compact_equal_implies_equal_values(truth, other, spaces):
+    """The spacing fast path never calls two different literals equal, and accepts re-spacing."""
+    truth_text = repr({"v": truth})
+    respaced, k = [], 0
+    for ch in repr({"v": other}):
+        respaced.append(ch)
+        if ch in ",:[]{}()":
+            respaced.append(spaces[k % len(spaces)])
+            k += 1
+    text = "".join(respaced)
+    if _compact(text) == _compact(truth_text):
+        assert _eq(_parse(text), {"v": truth})
+    if repr(other) == repr(truth) and "'" not in repr(other) and '"' not in repr(other):
+        assert _compact(text) == _compact(truth_text)
+
+
+@pytest.mark.parametrize("bad", ["{'a': 1 2}", "{'a': - 1}", "{'a' : 'x'  'y'}", "{'a': 1,}"])
+def test_compact_does_not_hide_other_tokens(bad):
+    assert _compact(bad) != _compact("{'a': 12}") or bad == "{'a': 12}"
