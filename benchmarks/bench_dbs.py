@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codethinker.engines.base import Completion  # noqa: E402
-from codethinker.sampling.dbs import DBSConfig, dbs_sample  # noqa: E402
+from codethinker.engines.base import Completion
+from codethinker.sampling.dbs import DBSConfig, dbs_sample
 
 BLOCK = re.compile(r"<b(\d)>")
 
@@ -94,8 +94,9 @@ def run(p: float, prompts: int, budget: int, seed: int) -> dict[str, dict[str, f
     for i in range(prompts):
         n = rng.randint(4, 8)
         specs.append((f"P{i}|{n}|#", [rng.randint(1, 3) for _ in range(n)]))
-    res: dict[str, dict[str, list[float]]] = {k: {"mean": [], "max": [], "full": [], "tokens": []}
-                                              for k in ("regular", "dbs")}
+    res: dict[str, dict[str, list[float]]] = {
+        k: {"mean": [], "max": [], "full": [], "tokens": []} for k in ("regular", "dbs")
+    }
     regular = eng.continue_prefixes([s for s, _ in specs], budget, stop=["[/TRACE]"], max_tokens=10**6)
     for (_, w), row in zip(specs, regular, strict=True):
         scored = [reward(c.text, w) for c in row]
@@ -129,8 +130,10 @@ def main() -> None:
         out = run(p, a.prompts, a.budget, a.seed)
         for k in ("regular", "dbs"):
             m = out[k]
-            print(f"| {p} | {k} | {m['mean']:.3f} | {m['max']:.3f} | {m['full']:.3f} | {m['tokens']:.0f} | "
-                  f"{m.get('dropped', 0):.0f} |")
+            print(
+                f"| {p} | {k} | {m['mean']:.3f} | {m['max']:.3f} | {m['full']:.3f} | {m['tokens']:.0f} | "
+                f"{m.get('dropped', 0):.0f} |"
+            )
     print(f"\n({time.time() - t0:.1f} s)")
 
 

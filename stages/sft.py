@@ -38,8 +38,10 @@ def main() -> None:
         run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
         run.log_artifact(out / "adapter", "adapter")
     write_json(METRICS, {"model": model, **metrics})
-    print(f"sft: {metrics['steps']} steps, loss {metrics['first_loss']} -> {metrics['last_loss']}, "
-          f"{metrics['wall_s']} s -> {out}/merged")
+    print(
+        f"sft: {metrics['steps']} steps, loss {metrics['first_loss']} -> {metrics['last_loss']}, "
+        f"{metrics['wall_s']} s -> {out}/merged"
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,18 @@ from typing import Any
 
 from codethinker.engines.base import Completion
 
-__all__ = ["VLLMEngine", "on_cpu"]
+__all__ = ["VLLMEngine", "lora_rank_slot", "on_cpu"]
+
+
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the ranks vLLM accepts for max_lora_rank
+
+
+def lora_rank_slot(rank: int) -> int:
+    """The smallest ``max_lora_rank`` vLLM accepts that holds adapters of rank ``rank``."""
+    for r in LORA_RANKS:
+        if r >= rank:
+            return r
+    raise ValueError(f"LoRA rank {rank} exceeds vLLM's largest max_lora_rank {LORA_RANKS[-1]}")
 
 
 def on_cpu() -> bool:
@@ -69,7 +80,7 @@ class VLLMEngine:
             "max_model_len": max_model_len,
         }
         if enable_lora:
-            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank, max_loras=1)
+            kwargs.update(enable_lora=True, max_lora_rank=lora_rank_slot(max_lora_rank), max_loras=1)
         if cpu:  # CPU build: eager mode loads ~2x faster; chunked prefill crashed with seeded requests
             kwargs.update(enforce_eager=True, enable_chunked_prefill=False)
         kwargs.update({k: v for k, v in llm_kwargs.items() if v is not None})

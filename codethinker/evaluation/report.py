@@ -105,15 +105,24 @@ _MLFLOW_KEYS = (
 )
 
 
+def _number(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return None if text == "None" else text
+
+
 def from_mlflow(uri: str | None = None, experiment: str | None = None) -> dict[str, ModelResult]:
     """The newest finished run per ``eval.model`` tag in the project's MLflow experiment."""
     import mlflow
 
-    from codethinker.tracking import EXPERIMENT, tracking_uri
+    from codethinker.tracking import experiment_name, tracking_uri
 
     mlflow.set_tracking_uri(uri or tracking_uri())
     runs = mlflow.search_runs(
-        experiment_names=[experiment or EXPERIMENT],
+        experiment_names=[experiment or experiment_name()],
         filter_string="attributes.status = 'FINISHED'",
         order_by=["attributes.start_time DESC"],
         output_format="list",
@@ -124,10 +133,13 @@ def from_mlflow(uri: str | None = None, experiment: str | None = None) -> dict[s
         if not name or name in out:
             continue
         res = ModelResult(name, f"mlflow run {run.info.run_id}")
+        params = run.data.params
+        config = {k[7:]: _number(v) for k, v in params.items() if k.startswith("config.")}
+        model = {"name": name, "format": params.get("model.format", "?")}
         for bench in BENCHMARKS:
             m = {k: run.data.metrics[f"{bench}.{k}"] for k in _MLFLOW_KEYS if f"{bench}.{k}" in run.data.metrics}
             if m:
-                res.benches[bench] = {"benchmark": bench, "rcs_mean": None, **m}
+                res.benches[bench] = {"benchmark": bench, "rcs_mean": None, "config": config, "model": model, **m}
             elif f"{bench}.skipped" in run.data.tags:
                 res.benches[bench] = {"benchmark": bench, "skipped": run.data.tags[f"{bench}.skipped"]}
         out[name] = res
@@ -284,9 +296,8 @@ def counts_table(results: Mapping[str, ModelResult]) -> str:
         elif m.get("skipped"):
             lines.append(f"| {DISPLAY[b]} | 0 | – | {PAPER_COUNTS[b]} | {m['skipped']} |")
         else:
-            lines.append(
-                f"| {DISPLAY[b]} | {m.get('n_samples', '–')} | {m.get('untraceable', '–')} | {PAPER_COUNTS[b]} | |"
-            )
+            n, u = (f"{m[k]:.0f}" if isinstance(m.get(k), int | float) else "–" for k in ("n_samples", "untraceable"))
+            lines.append(f"| {DISPLAY[b]} | {n} | {u} | {PAPER_COUNTS[b]} | |")
     return "\n".join(lines)
 
 

@@ -27,8 +27,9 @@ from codethinker.rewards import crm as _crm  # noqa: E402
 __all__ = ["compute_score"]
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None,
-                  **_: Any) -> dict[str, Any]:
+def compute_score(
+    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None, **_: Any
+) -> dict[str, Any]:
     """CRM score and its parts (``score``, ``r_proc``, ``r_res``, ``fmt``, ``rcs``, ...)."""
     info = dict(extra_info or {})
     if "crm" not in info and os.environ.get("CODETHINKER_CRM"):

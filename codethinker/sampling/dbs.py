@@ -170,8 +170,9 @@ class DBSRun:
             order = {nid: k for k, (nid, _) in enumerate(items)}  # "first" = order of the live list
             unfinished: list[int] = []
             for parent, c in sorted(drawn[p], key=lambda t: order[t[0]]):
-                node = _Node(tree[parent].text + c.text, tree[parent].n_tokens + c.n_tokens, c.n_tokens,
-                             parent, c.finish_reason)
+                node = _Node(
+                    tree[parent].text + c.text, tree[parent].n_tokens + c.n_tokens, c.n_tokens, parent, c.finish_reason
+                )
                 tree.append(node)
                 res.tokens_generated += c.n_tokens
                 if last or _is_final(c, cfg, node.n_tokens):
@@ -197,8 +198,11 @@ class DBSRun:
             res.tokens_dropped = sum(n.seg_tokens for k, n in enumerate(tree) if k not in kept)
             res.rounds = self.round
             res.completions = [
-                Completion(text=tree[i].text, n_tokens=tree[i].n_tokens,
-                           finish_reason="length" if tree[i].finish == "length" else "stop")
+                Completion(
+                    text=tree[i].text,
+                    n_tokens=tree[i].n_tokens,
+                    finish_reason="length" if tree[i].finish == "length" else "stop",
+                )
                 for i in self.finals[p]
             ]
         return self.out
@@ -213,8 +217,14 @@ def dbs_sample(
     """Run DBS for every prompt (chat template applied); one :class:`DBSResult` per prompt."""
     run = DBSRun(prompts, scorers, cfg)
     while not run.done:
-        run.feed([engine.continue_prefixes(r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens,
-                                           temperature=r.temperature, seed=r.seed) for r in run.requests()])
+        run.feed(
+            [
+                engine.continue_prefixes(
+                    r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed
+                )
+                for r in run.requests()
+            ]
+        )
     return run.results()
 
 
@@ -231,6 +241,14 @@ async def dbs_sample_async(
     run = DBSRun(prompts, scorers, cfg)
     while not run.done:
         reqs = run.requests()
-        run.feed(await asyncio.gather(*(continue_fn(r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens,
-                                                    temperature=r.temperature, seed=r.seed) for r in reqs)))
+        run.feed(
+            await asyncio.gather(
+                *(
+                    continue_fn(
+                        r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed
+                    )
+                    for r in reqs
+                )
+            )
+        )
     return run.results()

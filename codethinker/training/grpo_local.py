@@ -12,6 +12,8 @@ format-valid rate, RCS, response length, and the tokens DBS generated and droppe
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import time
@@ -196,9 +198,15 @@ def run_grpo_local(
     t0 = time.time()
     out = Path(out)
     rows, dropped = load_grpo_rows(data, model, p)
-    ck = checkpoint_dir(
-        out, {"params": asdict(p), "data": hash_files(data), "model": str(model), "model_files": hash_files(model)}
-    )
+    rows_hash = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]  # the rows it trains on
+    fingerprint = {
+        "params": asdict(p),
+        "data": hash_files(data),
+        "rows": rows_hash,
+        "model": str(model),
+        "model_files": hash_files(model),
+    }
+    ck = checkpoint_dir(out, fingerprint)
     reward = CRMRewardFunc(p.crm)
     holder: dict[str, Any] = {}
 

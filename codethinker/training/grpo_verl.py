@@ -38,14 +38,21 @@ REWARD_FILE = Path(__file__).resolve().parents[1] / "rewards" / "verl_reward.py"
 
 def agent_loop_yaml(p: GRPOParams) -> str:
     r = p.rollout
-    entry = {"name": AGENT_LOOP_NAME, "_target_": "codethinker.training.verl_dbs.DBSAgentLoop",
-             "n_regular": r.n_regular, "n_dbs": r.n_dbs, "block_stop": list(r.block_stop),
-             "final_stop": list(r.final_stop), "max_rounds": r.dbs_max_rounds}
+    entry = {
+        "name": AGENT_LOOP_NAME,
+        "_target_": "codethinker.training.verl_dbs.DBSAgentLoop",
+        "n_regular": r.n_regular,
+        "n_dbs": r.n_dbs,
+        "block_stop": list(r.block_stop),
+        "final_stop": list(r.final_stop),
+        "max_rounds": r.dbs_max_rounds,
+    }
     return "- " + json.dumps(entry) + "\n"  # JSON is YAML
 
 
-def verl_overrides(model: str | Path, train: str | Path, val: str | Path | None, out: Path, p: GRPOParams,
-                   agent_loop_path: Path) -> list[str]:
+def verl_overrides(
+    model: str | Path, train: str | Path, val: str | Path | None, out: Path, p: GRPOParams, agent_loop_path: Path
+) -> list[str]:
     """Hydra overrides of verl's ``ppo_trainer`` config for this run."""
     r, v, lora = p.rollout, p.verl, p.lora
     val = val or train
@@ -114,8 +121,14 @@ def verl_command(overrides: list[str], python: str | None = None) -> list[str]:
     return [py, "-m", "verl.trainer.main_ppo", *overrides]
 
 
-def run_grpo_verl(model: str | Path, data: str | Path, out: Path, p: GRPOParams, root: Path | None = None,
-                  val: str | Path | None = None) -> dict[str, Any]:
+def run_grpo_verl(
+    model: str | Path,
+    data: str | Path,
+    out: Path,
+    p: GRPOParams,
+    root: Path | None = None,
+    val: str | Path | None = None,
+) -> dict[str, Any]:
     """Write the config and launch verl (unless ``verl.dry_run``); returns the stage's metrics."""
     out = Path(out)
     cfg_dir = out / "verl"

@@ -12,6 +12,7 @@ the tokenizer: what vLLM and the next stage load); checkpoints in ``<out>/checkp
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
@@ -111,9 +112,15 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     if not kept:
         raise ValueError(f"no SFT rows left of {len(rows)} (max_length={p.max_length})")
     ds = Dataset.from_list(kept)
-    ck = checkpoint_dir(
-        out, {"params": asdict(p), "data": hash_files(data), "model": str(model), "model_files": hash_files(model)}
-    )
+    rows_hash = hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]  # the rows it trains on
+    fingerprint = {
+        "params": asdict(p),
+        "data": hash_files(data),
+        "rows": rows_hash,
+        "model": str(model),
+        "model_files": hash_files(model),
+    }
+    ck = checkpoint_dir(out, fingerprint)
     args = SFTConfig(
         output_dir=str(ck),
         num_train_epochs=p.epochs,
@@ -135,8 +142,9 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         dataloader_num_workers=0,
         **precision(),
     )
-    cb = MetricsCallback(run, out / "train_log.csv",
-                         columns=["loss", "grad_norm", "learning_rate", "mean_token_accuracy", "epoch"])
+    cb = MetricsCallback(
+        run, out / "train_log.csv", columns=["loss", "grad_norm", "learning_rate", "mean_token_accuracy", "epoch"]
+    )
     trainer = make_sft_trainer(model, tok, ds, args, p, callbacks=[cb])
     resume = last_checkpoint(ck)
     result = trainer.train(resume_from_checkpoint=resume)
@@ -147,7 +155,8 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     tok.save_pretrained(str(out / "merged"))
     losses = [h["loss"] for h in cb.history if "loss" in h]
     metrics = {
-        "rows": len(rows),
+        "rows_in_file": len(rows),
+        "rows_read": len(kept) + too_long,  # until max_samples rows fitted
         "trained_rows": len(kept),
         "dropped_too_long": too_long,
         "steps": int(trainer.state.global_step),

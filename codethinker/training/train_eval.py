@@ -38,8 +38,9 @@ def evaluate_engine(engine: Any, rows: list[dict[str, Any]], p: EvalParams) -> d
     cfg = CRMConfig.from_dict(p.crm)
     prompts = [engine.apply_chat_template(r["prompt"]) for r in rows]
     t0 = time.time()
-    outs = engine.continue_prefixes(prompts, p.samples, stop=["[/TRACE]"], max_tokens=p.max_tokens,
-                                    temperature=p.temperature, seed=p.seed)
+    outs = engine.continue_prefixes(
+        prompts, p.samples, stop=["[/TRACE]"], max_tokens=p.max_tokens, temperature=p.temperature, seed=p.seed
+    )
     gen_s = time.time() - t0
     scores, tokens = [], []
     for row, comps in zip(rows, outs, strict=True):
@@ -60,8 +61,9 @@ def evaluate_engine(engine: Any, rows: list[dict[str, Any]], p: EvalParams) -> d
     }
 
 
-def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams
-                   ) -> dict[str, dict[str, float]]:
+def run_train_eval(
+    models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams
+) -> dict[str, dict[str, float]]:
     """Evaluate each named model in turn; a missing local model folder is reported, not fatal."""
     from codethinker.training.rollout import make_engine
 

@@ -53,3 +53,11 @@ def test_live_model_object(tiny_model):
     eng = HFEngine(model, AutoTokenizer.from_pretrained(tiny_model))
     [[c]] = eng.continue_prefixes(["hello"], 1, stop=[], max_tokens=3, temperature=0)
     assert c.n_tokens == 3
+
+
+def test_lora_rank_slots():
+    from codethinker.engines.vllm import lora_rank_slot
+
+    assert [lora_rank_slot(r) for r in (1, 4, 8, 9, 64, 300)] == [1, 8, 8, 16, 64, 320]
+    with pytest.raises(ValueError):
+        lora_rank_slot(1000)

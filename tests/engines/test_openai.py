@@ -45,8 +45,9 @@ class FakeServer:
                     text = f"{body['prompt'][-3:]}#{i}"
                     if stop and not srv.strip_stop:
                         text += stop
-                    choices.append({"index": i, "text": text, "finish_reason": "stop",
-                                    "logprobs": {"tokens": ["t"] * (i + 2)}})
+                    choices.append(
+                        {"index": i, "text": text, "finish_reason": "stop", "logprobs": {"tokens": ["t"] * (i + 2)}}
+                    )
                 payload = json.dumps({"choices": choices}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -80,8 +81,7 @@ def test_answers_in_order_with_token_counts(server):
     s = server()
     eng = OpenAIEngine(s.url, "m", max_concurrency=4)
     out = eng.continue_prefixes(["aaa", "bbb", "ccc"], 2, stop=["[/LOCALS]"], max_tokens=8)
-    assert [[c.text for c in r] for r in out] == [[f"{p}#0[/LOCALS]", f"{p}#1[/LOCALS]"]
-                                                  for p in ("aaa", "bbb", "ccc")]
+    assert [[c.text for c in r] for r in out] == [[f"{p}#0[/LOCALS]", f"{p}#1[/LOCALS]"] for p in ("aaa", "bbb", "ccc")]
     assert [c.n_tokens for c in out[0]] == [2, 3]
     assert all(b["include_stop_str_in_output"] for b in s.bodies)
 

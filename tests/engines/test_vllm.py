@@ -60,8 +60,12 @@ def test_lora_swap_changes_the_policy(vllm_engine, tiny_model, tmp_path):
 
 def test_dbs_runs_on_vllm(vllm_engine):
     prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "trace"}])
-    [res] = dbs_sample(vllm_engine, [prompt], [lambda t: float(t.count("e"))],
-                       DBSConfig(budget=4, max_tokens=24, block_stop=["e"], final_stop=["a"], seed=0))
+    [res] = dbs_sample(
+        vllm_engine,
+        [prompt],
+        [lambda t: float(t.count("e"))],
+        DBSConfig(budget=4, max_tokens=24, block_stop=["e"], final_stop=["a"], seed=0),
+    )
     assert len(res.completions) == 4
     assert all(c.n_tokens <= 24 for c in res.completions)
     assert res.tokens_generated >= max(c.n_tokens for c in res.completions)

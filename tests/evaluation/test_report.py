@@ -101,3 +101,26 @@ def test_report_cli(metrics_dir, tmp_path, capsys):
     assert main(["report", "--metrics-dir", str(tmp_path / "none")]) == 2
     assert "codethinker: error: no metrics folder" in capsys.readouterr().err
     assert main(["report", "--metrics-dir", str(metrics_dir), "--exps", str(tmp_path / "x.json")]) == 2
+
+
+@pytest.mark.slow
+def test_report_from_mlflow(tmp_path, monkeypatch):
+    """A stage-style run (tags eval.model, metrics <bench>.<key>) read back into Table 1."""
+    from codethinker.tracking import stage_run
+
+    monkeypatch.setenv("CODETHINKER_TRACKING", "on")
+    monkeypatch.setenv("CODETHINKER_TRACKING_AUTOLOG", "off")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("CODETHINKER_EXPERIMENT", "report-test")
+    monkeypatch.chdir(tmp_path)
+    m = _metrics("grpo", "cruxeval", 0.4)
+    with stage_run("evaluate@grpo", {"config": m["config"], "model": {"format": "contra"}}) as run:
+        run.set_tags({"eval.model": "grpo", "livecodebench.skipped": "offline"})
+        run.log_metrics({f"cruxeval.{k}": v for k, v in m.items() if isinstance(v, int | float)})
+    results = report.from_mlflow()
+    assert list(results) == ["grpo"]
+    res = results["grpo"]
+    assert res.benches["cruxeval"]["pass1_mean"] == 0.4 and res.benches["livecodebench"]["skipped"] == "offline"
+    text = report.render_report(results)
+    assert "| GRPO (DBS + CRM) | 40.00 ± 1.00 | skipped | – | 40.00 (1/3) |" in text
+    assert "Settings: 5 runs (seeds 0..4)" in text

@@ -19,8 +19,7 @@ def test_tiny_model_loads_with_tokenizer_and_chatml(tiny_model):
     assert cfg.model_type == "qwen2"
     assert cfg.hidden_size // cfg.num_attention_heads >= 64
     assert cfg.vocab_size == len(tok)
-    text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
-                                   add_generation_prompt=True)
+    text = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True)
     assert text == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     ids = tok(text, return_tensors="pt").input_ids
     with torch.no_grad():

@@ -60,21 +60,43 @@ def test_crm_reward_func_scores_and_summarizes():
     good = [render_trace(Flow.from_json(t)) for t in truths()[:2]]
     fn = CRMRewardFunc({"alpha": 1.0})
     comps = [[{"role": "assistant", "content": c}] for c in [*good, "junk", "[TRACE]"]]
-    rewards = fn(None, comps, truth=[*truths()[:2], truths()[0], truths()[1]],
-                 completion_ids=[[1] * 10, [1] * 20, [1] * 3, [1] * 3], rollout_kind=["regular", "dbs"] * 2)
+    rewards = fn(
+        None,
+        comps,
+        truth=[*truths()[:2], truths()[0], truths()[1]],
+        completion_ids=[[1] * 10, [1] * 20, [1] * 3, [1] * 3],
+        rollout_kind=["regular", "dbs"] * 2,
+    )
     assert rewards == [4.0, 4.0, 0.0, 0.0]
     s = fn.take()
     assert s["reward_mean"] == 2.0 and s["reward_regular_max"] == 4.0 and s["reward_dbs_mean"] == 2.0
     assert s["fmt_rate"] == 0.5 and s["rcs"] == 0.5 and s["response_len"] == 9.0
-    assert fn.take() == {k: 0.0 for k in ("reward_mean", "reward_std", "reward_max", "reward_regular_mean",
-                                          "reward_regular_std", "reward_regular_max", "reward_dbs_mean",
-                                          "reward_dbs_std", "reward_dbs_max")}
+    assert fn.take() == {
+        k: 0.0
+        for k in (
+            "reward_mean",
+            "reward_std",
+            "reward_max",
+            "reward_regular_mean",
+            "reward_regular_std",
+            "reward_regular_max",
+            "reward_dbs_mean",
+            "reward_dbs_std",
+            "reward_dbs_max",
+        )
+    }
 
 
 def _tiny_params(**over):
-    base = {"max_steps": 1, "prompts_per_step": 1, "micro_batch": 4, "learning_rate": 1e-3,
-            "rollout_engine": "hf", "lora": {"r": 8, "alpha": 16},
-            "rollout": {"n_regular": 2, "n_dbs": 2, "max_completion_tokens": 12}}
+    base = {
+        "max_steps": 1,
+        "prompts_per_step": 1,
+        "micro_batch": 4,
+        "learning_rate": 1e-3,
+        "rollout_engine": "hf",
+        "lora": {"r": 8, "alpha": 16},
+        "rollout": {"n_regular": 2, "n_dbs": 2, "max_completion_tokens": 12},
+    }
     base.update(over)
     return grpo_params(base)
 
@@ -99,8 +121,7 @@ def _lengthy(completions, **_):
 @pytest.mark.slow
 def test_hf_rollouts_use_the_live_policy(tiny_model, grpo_parquet, tmp_path):
     rows, _ = load_grpo_rows(grpo_parquet)
-    trainer, rollout = make_grpo_trainer(tiny_model, rows, tmp_path / "ck", _tiny_params(),
-                                         reward_funcs=[_lengthy])
+    trainer, rollout = make_grpo_trainer(tiny_model, rows, tmp_path / "ck", _tiny_params(), reward_funcs=[_lengthy])
     trainer.train()
     assert rollout.engine.model is trainer.accelerator.unwrap_model(trainer.model)
 
@@ -118,8 +139,9 @@ def test_vllm_rollouts_sample_from_the_updated_policy(tiny_model, grpo_parquet, 
 
     rows, _ = load_grpo_rows(grpo_parquet)
     p = _tiny_params(max_steps=2, learning_rate=5e-2, rollout_engine="vllm")
-    trainer, rollout = make_grpo_trainer(tiny_model, rows, tmp_path / "ck", p, reward_funcs=[_lengthy],
-                                         engine=("vllm", vllm_engine))
+    trainer, rollout = make_grpo_trainer(
+        tiny_model, rows, tmp_path / "ck", p, reward_funcs=[_lengthy], engine=("vllm", vllm_engine)
+    )
     trainer.train()
     assert [d.name for d in rollout.pushed] == ["step-0", "step-1"]
     w0, w1 = (load_file(d / "adapter_model.safetensors") for d in rollout.pushed)

@@ -28,19 +28,44 @@ def _project(tmp_path: Path, tiny_model: Path) -> Path:
     params = {
         "base": {"profile": "default", "seed": 0},
         "model": {"base": str(tiny_model)},
-        "sft": {"data": "sft.jsonl", "out": "out/sft", "epochs": 1, "max_steps": 4, "max_samples": 8,
-                "max_length": 1024, "batch_size": 1, "save_steps": 1, "learning_rate": 1e-3, "lora": lora},
-        "grpo": {"backend": "local", "data": "grpo.parquet", "init": str(tiny_model), "out": "out/grpo",
-                 "max_steps": 4, "prompts_per_step": 1, "micro_batch": 4, "save_steps": 1, "lora": lora,
-                 "rollout_engine": "hf", "rollout": {"n_regular": 2, "n_dbs": 2, "max_completion_tokens": 8}},
+        "sft": {
+            "data": "sft.jsonl",
+            "out": "out/sft",
+            "epochs": 1,
+            "max_steps": 4,
+            "max_samples": 8,
+            "max_length": 1024,
+            "batch_size": 1,
+            "save_steps": 1,
+            "learning_rate": 1e-3,
+            "lora": lora,
+        },
+        "grpo": {
+            "backend": "local",
+            "data": "grpo.parquet",
+            "init": str(tiny_model),
+            "out": "out/grpo",
+            "max_steps": 4,
+            "prompts_per_step": 1,
+            "micro_batch": 4,
+            "save_steps": 1,
+            "lora": lora,
+            "rollout_engine": "hf",
+            "rollout": {"n_regular": 2, "n_dbs": 2, "max_completion_tokens": 8},
+        },
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     return tmp_path
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "CODETHINKER_TRACKING": "off", "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CODETHINKER_TRACKING": "off",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
 
 
 def _last_step(ck: Path) -> int:
@@ -54,8 +79,7 @@ def test_sigkill_then_restart_resumes_from_the_last_checkpoint(stage, tmp_path, 
     ck = proj / "out" / stage / "checkpoints"
     cmd = [sys.executable, "-m", f"stages.{stage}"]
     with open(proj / "first.log", "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=proj, env=_env(), stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=proj, env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 1200
     while _last_step(ck) < 1:
         assert proc.poll() is None, (proj / "first.log").read_text()[-3000:]

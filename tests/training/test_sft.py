@@ -32,10 +32,12 @@ def test_loss_covers_the_assistant_tokens_only(tiny_model, sft_jsonl, tmp_path):
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     rows = load_sft_rows(sft_jsonl, max_samples=2)
-    args = SFTConfig(output_dir=str(tmp_path), report_to="none", completion_only_loss=True, max_length=4096,
-                     **precision())
-    trainer = make_sft_trainer(tiny_model, tok, Dataset.from_list([to_prompt_completion(r) for r in rows]),
-                               args, SFTParams())
+    args = SFTConfig(
+        output_dir=str(tmp_path), report_to="none", completion_only_loss=True, max_length=4096, **precision()
+    )
+    trainer = make_sft_trainer(
+        tiny_model, tok, Dataset.from_list([to_prompt_completion(r) for r in rows]), args, SFTParams()
+    )
     batch = trainer.data_collator([trainer.train_dataset[0]])
     ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
     trained = tok.decode([i for i, lab in zip(ids, labels, strict=True) if lab != -100])
@@ -49,8 +51,7 @@ def test_loss_covers_the_assistant_tokens_only(tiny_model, sft_jsonl, tmp_path):
 def test_run_sft_writes_adapter_and_a_merged_model_vllm_can_load(tiny_model, sft_jsonl, tmp_path):
     from transformers import AutoModelForCausalLM
 
-    p = SFTParams(max_steps=2, max_samples=4, batch_size=2, save_steps=1, max_length=2048,
-                  learning_rate=1e-3)
+    p = SFTParams(max_steps=2, max_samples=4, batch_size=2, save_steps=1, max_length=2048, learning_rate=1e-3)
     p.lora.r, p.lora.alpha = 4, 8
     m = run_sft(tiny_model, sft_jsonl, tmp_path / "sft", p)
     assert m["steps"] == 2 and m["trained_rows"] == 4 and m["resumed_from"] is None

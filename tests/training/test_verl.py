@@ -17,8 +17,14 @@ VERL_PY = Path(os.environ.get("VERL_PYTHON", ROOT / ".venv-verl" / "bin" / "pyth
 
 
 def test_overrides_follow_the_paper_settings(tmp_path):
-    p = grpo_params({"prompts_per_step": 32, "rollout": {"n_regular": 4, "n_dbs": 4},
-                     "lora": {"r": 64, "alpha": 128}, "verl": {"nnodes": 4, "overrides": ["trainer.foo=1"]}})
+    p = grpo_params(
+        {
+            "prompts_per_step": 32,
+            "rollout": {"n_regular": 4, "n_dbs": 4},
+            "lora": {"r": 64, "alpha": 128},
+            "verl": {"nnodes": 4, "overrides": ["trainer.foo=1"]},
+        }
+    )
     ov = dict(o.split("=", 1) for o in verl_overrides("m", "train.parquet", None, tmp_path, p, tmp_path / "a.yaml"))
     assert ov["actor_rollout_ref.rollout.n"] == "8" and ov["algorithm.adv_estimator"] == "grpo"
     assert ov["actor_rollout_ref.actor.use_kl_loss"] == "false" and ov["algorithm.use_kl_in_reward"] == "false"
@@ -43,7 +49,13 @@ def test_checks_inside_the_verl_environment():
     if not VERL_PY.exists():
         pytest.skip(f"{VERL_PY} is absent: run scripts/make_verl_env.sh (make verl-env)")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([str(VERL_PY), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/training/verl_env"],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(
+        [str(VERL_PY), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/training/verl_env"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-3000:]
     assert "3 passed" in r.stdout

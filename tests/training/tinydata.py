@@ -6,25 +6,56 @@ import json
 from pathlib import Path
 
 PROGRAMS = [
-    ("def f(x):\n    y = x + 1\n    return y * 2\n", "3",
-     [(0, 1, 1, "{'x': 3, 'y': 4}"), (2, 2, 1, "{'x': 3, 'y': 4}")], "8"),
-    ("def f(nums):\n    total = 0\n    for n in nums:\n        total += n\n    return total\n", "[1, 2]",
-     [(0, 1, 1, "{'nums': [1, 2], 'total': 0}"), (2, 3, 2, "{'nums': [1, 2], 'total': 3, 'n': 2}"),
-      (4, 4, 1, "{'nums': [1, 2], 'total': 3, 'n': 2}")], "3"),
-    ("def f(s):\n    t = s[::-1]\n    if t == s:\n        return True\n    return False\n", "'abc'",
-     [(0, 1, 1, "{'s': 'abc', 't': 'cba'}"), (2, 3, 2, "{'s': 'abc', 't': 'cba'}"),
-      (4, 4, 1, "{'s': 'abc', 't': 'cba'}")], "False"),
-    ("def f(a, b):\n    c = a * b\n    return c - a\n", "4, 5",
-     [(0, 1, 1, "{'a': 4, 'b': 5, 'c': 20}"), (2, 2, 1, "{'a': 4, 'b': 5, 'c': 20}")], "16"),
+    (
+        "def f(x):\n    y = x + 1\n    return y * 2\n",
+        "3",
+        [(0, 1, 1, "{'x': 3, 'y': 4}"), (2, 2, 1, "{'x': 3, 'y': 4}")],
+        "8",
+    ),
+    (
+        "def f(nums):\n    total = 0\n    for n in nums:\n        total += n\n    return total\n",
+        "[1, 2]",
+        [
+            (0, 1, 1, "{'nums': [1, 2], 'total': 0}"),
+            (2, 3, 2, "{'nums': [1, 2], 'total': 3, 'n': 2}"),
+            (4, 4, 1, "{'nums': [1, 2], 'total': 3, 'n': 2}"),
+        ],
+        "3",
+    ),
+    (
+        "def f(s):\n    t = s[::-1]\n    if t == s:\n        return True\n    return False\n",
+        "'abc'",
+        [
+            (0, 1, 1, "{'s': 'abc', 't': 'cba'}"),
+            (2, 3, 2, "{'s': 'abc', 't': 'cba'}"),
+            (4, 4, 1, "{'s': 'abc', 't': 'cba'}"),
+        ],
+        "False",
+    ),
+    (
+        "def f(a, b):\n    c = a * b\n    return c - a\n",
+        "4, 5",
+        [(0, 1, 1, "{'a': 4, 'b': 5, 'c': 20}"), (2, 2, 1, "{'a': 4, 'b': 5, 'c': 20}")],
+        "16",
+    ),
 ]
 
 
 def truths() -> list[str]:
     out = []
     for code, inp, blocks, output in PROGRAMS:
-        out.append(json.dumps({"version": 1, "entry": "f", "input": inp, "code": code,
-                               "blocks": [{"start": s, "end": e, "weight": w, "locals": loc}
-                                          for s, e, w, loc in blocks], "output": output}))
+        out.append(
+            json.dumps(
+                {
+                    "version": 1,
+                    "entry": "f",
+                    "input": inp,
+                    "code": code,
+                    "blocks": [{"start": s, "end": e, "weight": w, "locals": loc} for s, e, w, loc in blocks],
+                    "output": output,
+                }
+            )
+        )
     return out
 
 
@@ -46,10 +77,16 @@ def grpo_rows() -> list[dict]:
     from codethinker.contra.render import render_prompt
     from codethinker.contra.tracer import Flow
 
-    return [{"data_source": "tiny", "prompt": render_prompt(Flow.from_json(t)), "ability": "code_reasoning",
-             "reward_model": {"style": "rule", "ground_truth": t},
-             "extra_info": {"id": f"p{i}/0", "task_id": f"p{i}", "split": "train", "index": i}}
-            for i, t in enumerate(truths())]
+    return [
+        {
+            "data_source": "tiny",
+            "prompt": render_prompt(Flow.from_json(t)),
+            "ability": "code_reasoning",
+            "reward_model": {"style": "rule", "ground_truth": t},
+            "extra_info": {"id": f"p{i}/0", "task_id": f"p{i}", "split": "train", "index": i},
+        }
+        for i, t in enumerate(truths())
+    ]
 
 
 def write_grpo_parquet(path: Path) -> Path:

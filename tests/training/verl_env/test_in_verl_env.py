@@ -18,9 +18,15 @@ from codethinker.training.grpo_verl import AGENT_LOOP_NAME, agent_loop_yaml, ver
 
 from ..tinydata import truths, write_grpo_parquet  # noqa: E402
 
-PARAMS = {"max_steps": 3, "prompts_per_step": 2, "learning_rate": 1e-6, "crm": {"gate": False},
-          "lora": {"r": 8, "alpha": 16}, "rollout": {"n_regular": 4, "n_dbs": 4, "max_completion_tokens": 256},
-          "verl": {"nnodes": 2, "gpus_per_node": 8, "loggers": ["console", "mlflow"]}}
+PARAMS = {
+    "max_steps": 3,
+    "prompts_per_step": 2,
+    "learning_rate": 1e-6,
+    "crm": {"gate": False},
+    "lora": {"r": 8, "alpha": 16},
+    "rollout": {"n_regular": 4, "n_dbs": 4, "max_completion_tokens": 256},
+    "verl": {"nnodes": 2, "gpus_per_node": 8, "loggers": ["console", "mlflow"]},
+}
 
 
 def _compose(tmp_path: Path):
