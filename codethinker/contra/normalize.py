@@ -73,16 +73,18 @@ def normalize_source(source: str, entry: str = "f") -> Normalized:
     raw = source.split("\n")
     drop: set[int] = set()  # 1-based
     body = fn.body
-    if (
-        len(body) > 1
-        and isinstance(body[0], ast.Expr)
-        and isinstance(body[0].value, ast.Constant)
-        and isinstance(body[0].value.value, str)
-        and body[0].lineno > fn.lineno
-        and body[0].end_lineno is not None
-        and body[0].end_lineno < body[1].lineno
+    k = 0  # the docstring and any string statements right after it (no-ops): all dropped, so that
+    while (  # normalizing twice gives the same text
+        k + 1 < len(body)
+        and isinstance(body[k], ast.Expr)
+        and isinstance(body[k].value, ast.Constant)
+        and isinstance(body[k].value.value, str)
+        and body[k].lineno > (fn.lineno if k == 0 else body[k - 1].end_lineno or 0)
+        and body[k].end_lineno is not None
+        and body[k].end_lineno < body[k + 1].lineno
     ):
-        drop.update(range(body[0].lineno, body[0].end_lineno + 1))
+        drop.update(range(body[k].lineno, body[k].end_lineno + 1))
+        k += 1
     protected, in_string = _string_lines(source)
     for i, line in enumerate(raw, start=1):
         s = line.strip()
@@ -114,8 +116,11 @@ def normalize_source(source: str, entry: str = "f") -> Normalized:
 
 
 def _without_docstring(fn: ast.FunctionDef, drop: set[int]) -> ast.FunctionDef:
-    if fn.body and fn.body[0].lineno in drop and isinstance(fn.body[0], ast.Expr):
+    k = 0
+    while k < len(fn.body) and fn.body[k].lineno in drop and isinstance(fn.body[k], ast.Expr):
+        k += 1
+    if k:
         clone = ast.FunctionDef(**{f: getattr(fn, f) for f in fn._fields})
-        clone.body = fn.body[1:]
+        clone.body = fn.body[k:]
         return clone
     return fn

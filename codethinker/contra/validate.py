@@ -223,6 +223,9 @@ def _compact(text: str) -> str:
     to it without being parsed. Anything else (other quotes, other numbers) falls back to parsing.
     """
     parts = _STRING.split(text.strip())
+    outside = "".join(parts[::2])
+    if "'" in outside or '"' in outside or "\\" in outside:  # a quote no string literal closes (a raw
+        return "\0" + text  # newline inside one, say): no compact form, so never equal to a truth's
     return "".join(p if i % 2 else _PUNCT_SPACE.sub("", p) for i, p in enumerate(parts))
 
 

@@ -155,15 +155,17 @@ def _bound_names(fn: ast.AST) -> set[str]:
     return names
 
 
-def _docstring_stmt(body: list[ast.stmt]) -> ast.Expr | None:
-    if (
-        len(body) > 1
-        and isinstance(body[0], ast.Expr)
-        and isinstance(body[0].value, ast.Constant)
-        and isinstance(body[0].value.value, str)
+def _docstring_stmts(body: list[ast.stmt]) -> list[ast.Expr]:
+    """The docstring and the string statements right after it (all no-ops), as normalize_source drops them."""
+    k = 0
+    while (
+        k + 1 < len(body)
+        and isinstance(body[k], ast.Expr)
+        and isinstance(body[k].value, ast.Constant)
+        and isinstance(body[k].value.value, str)
     ):
-        return body[0]
-    return None
+        k += 1
+    return body[:k]  # type: ignore[return-value]
 
 
 class _Expected(ast.NodeTransformer):
@@ -174,8 +176,7 @@ class _Expected(ast.NodeTransformer):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         self.generic_visit(node)
-        if _docstring_stmt(node.body) is not None:
-            node.body = node.body[1:]
+        node.body = node.body[len(_docstring_stmts(node.body)) :]
         return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
@@ -215,7 +216,7 @@ def _source_lines(src: str, method: ast.FunctionDef, sites: list[ast.Attribute],
             comments[tok.start[0]] = tok.start[1]
     drop: set[int] = set()
     for node in ast.walk(method):
-        if isinstance(node, ast.FunctionDef) and (doc := _docstring_stmt(node.body)) is not None:
+        for doc in _docstring_stmts(node.body) if isinstance(node, ast.FunctionDef) else []:
             assert doc.end_lineno is not None
             drop.update(range(doc.lineno, doc.end_lineno + 1))
     by_line: dict[int, list[ast.Attribute]] = {}

@@ -178,3 +178,17 @@ def test_cruxeval_programs_normalize_and_compile(cruxeval_path):
         n = normalize_source(row["code"])
         assert all(ln.strip() for ln in n.lines[:1])
         compile(n.text, row["id"], "exec")
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        'def f(x):\n    """doc"""\n    """doc"""\n    x = 1\n    return x\n',
+        "def f(x):\n    'a'\n    'b'\n    'c'\n    return x\n",
+        'def f(x):\n    """doc"""\n    """only strings"""\n',
+    ],
+)
+def test_normalize_is_idempotent_with_several_leading_strings(src):
+    once = normalize_source(src).text
+    assert normalize_source(once).text == once
+    assert "return x" in once or "only strings" in once

@@ -332,7 +332,7 @@ class TestPrefixScore:
 
 
 # --------------------------------------------------------------------------- spacing fast path
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from codethinker.contra.validate import _compact  # noqa: E402
@@ -351,6 +351,7 @@ _values = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(truth=_values, other=_values, spaces=st.lists(st.sampled_from(["", " ", "  ", "\n"]), min_size=1, max_size=40))
+@example(truth={"{": ""}, other={"{": ""}, spaces=["\n"])  # CI found: a raw newline inside a quoted key
 def test_compact_equal_implies_equal_values(truth, other, spaces):
     """The spacing fast path never calls two different literals equal, and accepts re-spacing."""
     truth_text = repr({"v": truth})
@@ -370,3 +371,10 @@ def test_compact_equal_implies_equal_values(truth, other, spaces):
 @pytest.mark.parametrize("bad", ["{'a': 1 2}", "{'a': - 1}", "{'a' : 'x'  'y'}", "{'a': 1,}"])
 def test_compact_does_not_hide_other_tokens(bad):
     assert _compact(bad) != _compact("{'a': 12}") or bad == "{'a': 12}"
+
+
+def test_unclosed_quote_never_takes_the_fast_path():
+    """A raw newline inside a quoted key is a syntax error, however the rest is spaced."""
+    truth = repr({"v": {"{": ""}})
+    assert _compact("{\n'v':\n {\n'{\n': ''}\n}") != _compact(truth)
+    assert _compact("{ 'v' : { '{' : '' } }") == _compact(truth)
