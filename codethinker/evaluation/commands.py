@@ -66,6 +66,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics-dir", default="metrics/eval", help="folder of the evaluate stage's metrics")
     p.add_argument("--exps", help="JSON of `dvc exp show --json` for Table 2; `auto` runs that command here")
     p.add_argument("--params", default="params.yaml", help="params file used to spell the ablation commands")
+    p.add_argument("--note", help="a paragraph printed under the title (e.g. which profile the runs used)")
     p.add_argument("--out", help="write the Markdown here (default: stdout)")
 
 
@@ -171,7 +172,7 @@ def run_report(args: argparse.Namespace) -> int:
         import yaml
 
         params = yaml.safe_load(Path(args.params).read_text())
-    text = report.render_report(results, exps, params=params)
+    text = report.render_report(results, exps, params=params, note=args.note)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)

@@ -138,10 +138,10 @@ def from_mlflow(uri: str | None = None, experiment: str | None = None) -> dict[s
         model = {"name": name, "format": params.get("model.format", "?")}
         for bench in BENCHMARKS:
             m = {k: run.data.metrics[f"{bench}.{k}"] for k in _MLFLOW_KEYS if f"{bench}.{k}" in run.data.metrics}
-            if m:
-                res.benches[bench] = {"benchmark": bench, "rcs_mean": None, "config": config, "model": model, **m}
-            elif f"{bench}.skipped" in run.data.tags:
+            if f"{bench}.skipped" in run.data.tags:  # checked first: autolog also logs a skipped file's numbers
                 res.benches[bench] = {"benchmark": bench, "skipped": run.data.tags[f"{bench}.skipped"]}
+            elif "pass1_mean" in m:
+                res.benches[bench] = {"benchmark": bench, "rcs_mean": None, "config": config, "model": model, **m}
         out[name] = res
     return out
 
@@ -321,6 +321,7 @@ def render_report(
     *,
     params: Mapping[str, Any] | None = None,
     title: str = "Results",
+    note: str | None = None,
 ) -> str:
     """The whole Markdown report: samples, Table 1, Table 2, thinking depth and RCS."""
     exps = dict(exps or {})
@@ -330,6 +331,7 @@ def render_report(
     parts = [
         f"# {title}",
         "",
+        *([note, ""] if note else []),
         "pass@1 in % as mean ± sample std over the sampled runs, judged like the public harnesses "
         "(`assert true_output == predicted_literal` with Python `==`; the literal is read with "
         "`ast.literal_eval`, model text is never executed). *Italic* numbers are the paper's "

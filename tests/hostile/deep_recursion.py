@@ -3,4 +3,5 @@
 def f(ctx):
     def g(n):
         return g(n + 1) + 1
+
     return g(0)

@@ -3,6 +3,8 @@
 class Leaky:
     def __del__(self):
         print("LEAK from an earlier sample")
+
+
 def f(ctx):
     a = Leaky()
     a.self = a

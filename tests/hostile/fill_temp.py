@@ -1,6 +1,8 @@
 # expect: ok|error|timeout
 # about: fills the private temp dir with files until the size limits stop it
 import os
+
+
 def f(ctx):
     i = 0
     while True:

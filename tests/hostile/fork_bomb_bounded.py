@@ -2,6 +2,8 @@
 # value: 0
 # about: bounded fork bomb (200 tries): counts forks that succeed; containment means 0
 import os
+
+
 def f(ctx):
     n = 0
     for _ in range(200):

@@ -8,6 +8,7 @@ def f(ctx):
             yield 2
         finally:
             print("LEAK from an earlier sample")
+
     g = gen()
     next(g)
     cycle = [g]

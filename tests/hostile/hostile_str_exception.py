@@ -4,5 +4,7 @@ class Bad(Exception):
     def __str__(self):
         while True:
             pass
+
+
 def f(ctx):
     raise Bad()

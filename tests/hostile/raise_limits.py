@@ -2,6 +2,8 @@
 # value: True
 # about: tries to raise its hard limits and to become root again
 import os, resource
+
+
 def f(ctx):
     refused = []
     for lim in (resource.RLIMIT_NPROC, resource.RLIMIT_AS):

@@ -1,6 +1,8 @@
 # expect: ok
 # about: scans every visible /proc/<pid>/environ for the secret
 import os
+
+
 def f(ctx):
     found = []
     for pid in os.listdir("/proc"):

@@ -2,6 +2,8 @@
 # value: 'blocked'
 # about: tries to reach the internet (DNS server) over UDP and TCP
 import socket
+
+
 def f(ctx):
     try:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
