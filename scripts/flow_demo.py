@@ -3,8 +3,8 @@
     python scripts/flow_demo.py --root . --kill-at sft --out flow_demo.json
 
 1. starts ``prefect server start`` on 127.0.0.1 (its own ``PREFECT_HOME``);
-2. runs ``python -m flows.pipeline`` in ROOT and, once the task of stage KILL_AT has been running
-   for ``--kill-after`` seconds, SIGKILLs the flow's whole process group (flow, dvc, the stage);
+2. runs ``python -m flows.pipeline`` in ROOT and, once stage KILL_AT's command has been running
+   for ``--kill-after`` seconds, SIGKILLs the flow's whole process group (flow, dvc, the stages);
 3. checks with ``dvc status`` that every stage recorded in ``dvc.lock`` before the kill is intact;
 4. runs the flow again to the end;
 5. prints and writes what the server's API shows (both flow runs, every task run of the second
@@ -38,9 +38,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _lock_stages(root: Path) -> list[str]:
+def _lock_entries(root: Path) -> dict[str, str]:
+    """Stage name -> its ``dvc.lock`` entry as text (to see which entries a run wrote)."""
     lock = root / "dvc.lock"
-    return list((yaml.safe_load(lock.read_text()) or {}).get("stages", {})) if lock.exists() else []
+    stages = (yaml.safe_load(lock.read_text()) or {}).get("stages", {}) if lock.exists() else {}
+    return {k: json.dumps(v, sort_keys=True) for k, v in stages.items()}
 
 
 def _flow(root: Path, env: dict[str, str], summary: Path, log: Path) -> subprocess.Popen:
@@ -65,18 +67,20 @@ def _wait_healthy(api: str, deadline_s: float = 600) -> None:
     raise SystemExit(f"prefect server at {api} not healthy after {deadline_s} s")
 
 
-def _kill_when_running(api: str, proc: subprocess.Popen, stage: str, after_s: float) -> dict:
-    """SIGKILL the flow's process group once ``stage`` has been RUNNING for ``after_s`` seconds."""
-    seen = None
+def _kill_when_running(proc: subprocess.Popen, log: Path, stage: str, after_s: float) -> dict:
+    """SIGKILL the flow's process group once DVC has run ``stage``'s command for ``after_s`` seconds.
+
+    (The log, not the task state: a GPU stage's task is RUNNING while it waits for the slot.)
+    """
+    seen, marker = None, f"Running stage '{stage}'"
     while proc.poll() is None:
-        runs = _post(api, "/task_runs/filter", {"task_runs": {"name": {"any_": [stage]}}})
-        if any(r["state_type"] == "RUNNING" for r in runs):
-            seen = seen or time.monotonic()
-            if time.monotonic() - seen >= after_s:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return {"killed": True, "stage_running_s": round(time.monotonic() - seen, 1)}
-        time.sleep(2)
+        if seen is None and marker in log.read_text(errors="replace"):
+            seen = time.monotonic()
+        if seen is not None and time.monotonic() - seen >= after_s:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return {"killed": True, "stage_running_s": round(time.monotonic() - seen, 1)}
+        time.sleep(1)
     return {"killed": False, "exit": proc.returncode}
 
 
@@ -123,22 +127,28 @@ def main() -> None:
         [f"{bindir}/prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
         env=env, stdout=server_log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
-    evidence: dict = {"root": str(root), "api": api, "kill_at": args.kill_at}
+    evidence: dict = {"root": str(root), "api": api, "kill_at": args.kill_at, "logs": str(home)}
     try:
         _wait_healthy(api)
         env["PREFECT_API_URL"] = api
-        t0 = time.monotonic()
+        t0, before = time.monotonic(), _lock_entries(root)
         first = _flow(root, env, home / "summary1.json", home / "flow1.log")
-        evidence["kill"] = _kill_when_running(api, first, args.kill_at, args.kill_after)
+        evidence["kill"] = _kill_when_running(first, home / "flow1.log", args.kill_at, args.kill_after)
         evidence["kill"]["after_s"] = round(time.monotonic() - t0, 1)
-        evidence["dvc_lock_after_kill"] = locked = _lock_stages(root)
+        after = _lock_entries(root)
+        evidence["locked_by_killed_flow"] = written = sorted(k for k, v in after.items() if before.get(k) != v)
         status = subprocess.run(["dvc", "status", "--json"], cwd=root, env=env, capture_output=True, text=True)
-        stale = set(json.loads(status.stdout or "{}"))
-        evidence["locked_but_stale_after_kill"] = sorted(stale & set(locked))  # [] = nothing finished was lost
+        if status.returncode != 0:
+            raise SystemExit(f"dvc status failed after the kill ({status.returncode}): {status.stderr[-2000:]}")
+        stale = set(json.loads(status.stdout))
+        evidence["stale_after_kill"] = sorted(stale)
+        evidence["locked_but_stale_after_kill"] = sorted(stale & set(written))  # [] = nothing finished was lost
         t1 = time.monotonic()
         second = _flow(root, env, home / "summary2.json", home / "flow2.log")
         evidence["resume_exit"], evidence["resume_s"] = second.wait(), round(time.monotonic() - t1, 1)
         summary = json.loads((home / "summary2.json").read_text())
+        final = subprocess.run(["dvc", "status", "--json"], cwd=root, env=env, capture_output=True, text=True)
+        evidence["stale_after_resume"] = sorted(json.loads(final.stdout)) if final.returncode == 0 else final.stderr
         evidence["resume_stages"] = {
             s["stage"]: (s["state"], s.get("status"), s.get("seconds")) for s in summary["stages"]
         }
