@@ -110,3 +110,28 @@ def test_normalize_overrides_forms() -> None:
     ]
     with pytest.raises(ValueError):
         normalize_overrides(["no-equals"])
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["evaluate.limit=null", "grpo.crm.gate=false", "base.profile=full", "gen_inputs.llm.max_tokens=1024"],
+)
+def test_the_real_params_file_survives_dvc_exp_run_set(tmp_path: Path, override: str) -> None:
+    """`dvc exp run -S` rewrites the whole params.yaml: every other value must read back the same.
+
+    Regression: a URL inside a YAML flow mapping ({base_url: "http://..."}) came back unquoted,
+    which DVC's own YAML reader (ruamel) rejects, so `dvc exp run -S evaluate.limit=null` broke params.yaml.
+    """
+    from dvc.utils.serialize import load_yaml
+
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    expected = yaml.safe_load((ROOT / "params.yaml").read_text())
+    apply_overrides(tmp_path, [override])
+    key, value = override.split("=")
+    *path, leaf = key.split(".")
+    node = expected
+    for part in path:
+        node = node[part]
+    node[leaf] = yaml.safe_load(value)
+    assert yaml.safe_load((tmp_path / "params.yaml").read_text()) == expected
+    assert load_yaml(tmp_path / "params.yaml") == expected  # what `dvc repro` reads next
