@@ -79,9 +79,22 @@ def _kill_when_running(proc: subprocess.Popen, log: Path, stage: str, after_s: f
         if seen is not None and time.monotonic() - seen >= after_s:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            return {"killed": True, "stage_running_s": round(time.monotonic() - seen, 1)}
+            ran = round(time.monotonic() - seen, 1)
+            _wait_group_gone(proc.pid)  # until then DVC sees the killed repro as alive and the outputs busy
+            return {"killed": True, "stage_running_s": ran}
         time.sleep(1)
     return {"killed": False, "exit": proc.returncode}
+
+
+def _wait_group_gone(pgid: int, deadline_s: float = 120) -> None:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"processes of group {pgid} still exist {deadline_s} s after SIGKILL")
 
 
 def _mlflow_view(root: Path, parent_id: str) -> dict:
