@@ -32,7 +32,9 @@ Failure modes
 What a stage run records without any code in the stage (``$CODETHINKER_TRACKING_AUTOLOG=off``
 turns it off): from the stage's entry in ``dvc.yaml``, the numbers of its ``metrics`` files,
 its ``plots`` files and ``metrics`` files as artifacts, a ``manifest.json`` of its ``outs``
-(size, lines, sha256) and out files up to ``$CODETHINKER_TRACKING_MAX_ARTIFACT_MB`` (2) MB.
+(size, lines, sha256) and out files up to ``$CODETHINKER_TRACKING_MAX_ARTIFACT_MB`` (2) MB; an out
+folder holding a PEFT adapter (``adapter_config.json``: sft's and grpo's ``models/*/adapter``) is
+registered as a new version of model ``codethinker-<stage>`` in the model registry.
 
 >>> with stage_run("fetch", {"seed": 0}) as run:  # doctest: +SKIP
 ...     run.log_metrics({"kept": 10})
@@ -352,15 +354,25 @@ class StageRun:
                 self._client.set_tag(self.run_id, _clean_key(k), str(v)[:5000])
 
     def register_adapter(
-        self, path: str | os.PathLike[str], name: str, *, artifact_path: str = "adapter", tags: dict | None = None
+        self,
+        path: str | os.PathLike[str],
+        name: str,
+        *,
+        artifact_path: str = "adapter",
+        tags: dict | None = None,
+        upload: bool = True,
     ) -> str | None:
-        """Log the adapter folder under this run and register it as a new version of model ``name``."""
+        """Log the adapter folder under this run and register it as a new version of model ``name``.
+
+        ``upload=False``: the run already holds the folder at ``artifact_path``; only register it.
+        """
         if not self._m:
             return None
         p = Path(path)
         if not p.exists():
             raise FileNotFoundError(f"register_adapter: {p} does not exist")
-        self.log_artifact(p, artifact_path=artifact_path)
+        if upload:
+            self.log_artifact(p, artifact_path=artifact_path)
         from mlflow.exceptions import MlflowException
 
         try:
@@ -484,6 +496,12 @@ def _autolog(handle: StageRun, stage: str, root: Path) -> None:
     for p in decl.get("plots", []):
         handle.log_artifact(p, artifact_path="plots")
     outs = decl.get("outs", [])
+    for o in outs:  # a PEFT adapter among the outs: a new version of `codethinker-<stage>` in the registry
+        q = Path(o)
+        if (q / "adapter_config.json").is_file():
+            logged = {a.path for a in handle.client.list_artifacts(handle.run_id)} if handle.client else set()
+            handle.register_adapter(q, f"codethinker-{_clean_key(stage)}", upload=q.name not in logged)
+            break
     if outs:
         rel = [os.path.relpath(o, root) for o in outs]
         handle.log_dict(_manifest(rel, root) | {"outs": rel}, "manifest.json")

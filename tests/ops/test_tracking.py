@@ -215,3 +215,40 @@ def test_autolog_resolves_foreach_stages_and_metrics_folders(tracking_on: Path) 
         Path(client.download_artifacts(run.info.run_id, "manifest.json", str(root / "dl"))).read_text()
     )
     assert list(manifest["files"]) == ["data/eval/m1/predictions.jsonl"]
+
+
+def test_autolog_registers_an_adapter_out(tracking_on: Path) -> None:
+    """A stage whose dvc.yaml outs hold a PEFT adapter gets a registry version without stage code."""
+    root = tracking_on
+    (root / "dvc.yaml").write_text(
+        "stages:\n  sft:\n    cmd: x\n    outs:\n      - models/sft/adapter\n      - models/sft/merged\n"
+        "  grpo:\n    cmd: y\n    outs:\n      - models/grpo/adapter\n"
+    )
+    for stage in ("sft", "grpo"):
+        adapter = root / "models" / stage / "adapter"
+        adapter.mkdir(parents=True)
+        (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "models/base"}))
+        (adapter / "adapter_model.safetensors").write_bytes(b"\0" * 64)
+    (root / "models/sft/merged").mkdir()
+    (root / "models/sft/merged/config.json").write_text("{}")  # not an adapter: not registered
+    with stage_run("sft") as run:
+        run.log_artifact(root / "models/sft/adapter", "adapter")  # what stages/sft.py does itself
+    with stage_run("grpo"):
+        pass
+    with stage_run("sft"):
+        pass
+    import mlflow
+
+    client, runs = _runs(root)
+    assert sorted(m.name for m in client.search_registered_models()) == ["codethinker-grpo", "codethinker-sft"]
+    versions = {str(v.version): v for v in client.search_model_versions("name = 'codethinker-sft'")}
+    assert sorted(versions) == ["1", "2"]
+    assert versions["1"].tags["base_model"] == "models/base"
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    local = mlflow.artifacts.download_artifacts("models:/codethinker-grpo/1", dst_path=str(root / "dl"))
+    assert sorted(p.name for p in Path(local).iterdir()) == ["adapter_config.json", "adapter_model.safetensors"]
+    sft_run = _by_name(runs)["sft"][0]
+    assert [a.path for a in client.list_artifacts(sft_run.info.run_id, "adapter")] == [
+        "adapter/adapter_config.json",
+        "adapter/adapter_model.safetensors",
+    ]
