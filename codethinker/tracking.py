@@ -534,7 +534,7 @@ def _sigterm_as_exit() -> Iterator[None]:
 # --- parent and child runs -------------------------------------------------------------------
 
 
-def _implicit_parent(client: Any, experiment_id: str) -> str:
+def _implicit_parent(client: Any, experiment_id: str, root: str | os.PathLike[str] = ".") -> str:
     owner, kind = _repro_owner()
     runs = client.search_runs(
         [experiment_id],
@@ -546,8 +546,36 @@ def _implicit_parent(client: Any, experiment_id: str) -> str:
         client.update_run(run_id, status="RUNNING")
         return run_id
     name = "pipeline (dvc repro)" if kind == "dvc-repro" else "pipeline (manual stage run)"
-    run = client.create_run(experiment_id, run_name=name, tags={PIPELINE_TAG: "1", OWNER_TAG: owner, KIND_TAG: kind})
+    tags = {PIPELINE_TAG: "1", OWNER_TAG: owner, KIND_TAG: kind, **_source_tags(root)}
+    run = client.create_run(experiment_id, run_name=name, tags=tags)
+    base = _base_params(root)
+    if base:
+        from mlflow.entities import Param
+
+        client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in base.items()])
     return run.info.run_id
+
+
+def _source_tags(root: str | os.PathLike[str]) -> dict[str, str]:
+    """The git commit of ``root`` (MLflow's own tag name, shown in the UI), when there is one."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {"mlflow.source.git.commit": out.stdout.strip()}
+
+
+def _base_params(root: str | os.PathLike[str]) -> dict[str, str]:
+    """``params.yaml``'s ``base`` section (profile, seed, mirror), flattened as ``base.<key>``."""
+    try:
+        base = (yaml.safe_load((Path(root) / "params.yaml").read_text()) or {}).get("base") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return {}
+    return {f"base.{k}": str(v)[:500] for k, v in base.items()} if isinstance(base, dict) else {}
 
 
 @contextlib.contextmanager
@@ -579,7 +607,7 @@ def stage_run(stage: str, params: dict[str, Any] | None = None, root: str = ".")
             )
             parent = None
     if not parent:
-        parent, implicit = _implicit_parent(client, exp_id), True
+        parent, implicit = _implicit_parent(client, exp_id, root), True
     status = "FAILED"
     try:
         with (

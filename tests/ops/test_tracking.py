@@ -51,6 +51,7 @@ def test_stage_runs_hang_under_one_parent_with_params_metrics_artifacts(tracking
     by = _by_name(runs)
     parent = by["pipeline (manual stage run)"]
     assert len(parent) == 1 and parent[0].info.status == "FINISHED"
+    assert parent[0].data.params == {}  # this toy project has no params.yaml
     pid = parent[0].info.run_id
     a, b = by["a"][0], by["b"][0]
     assert a.data.tags["mlflow.parentRunId"] == pid == b.data.tags["mlflow.parentRunId"]
@@ -252,3 +253,33 @@ def test_autolog_registers_an_adapter_out(tracking_on: Path) -> None:
         "adapter/adapter_config.json",
         "adapter/adapter_model.safetensors",
     ]
+
+
+def test_implicit_parent_records_base_params_and_commit(tracking_on: Path) -> None:
+    root = tracking_on
+    (root / "params.yaml").write_text("base:\n  profile: default\n  seed: 3\nsft:\n  epochs: 1\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+        check=True,
+    )
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    with stage_run("a"):
+        pass
+    _, runs = _runs(root)
+    parent = _by_name(runs)["pipeline (manual stage run)"][0]
+    assert parent.data.params == {"base.profile": "default", "base.seed": "3"}
+    assert parent.data.tags["mlflow.source.git.commit"] == head
