@@ -63,7 +63,7 @@ from typing import Any
 
 import yaml
 
-from codethinker.params import flatten
+from codethinker.params import ParamsError, flatten, load_params
 
 __all__ = [
     "EXPERIMENT",
@@ -534,7 +534,7 @@ def _sigterm_as_exit() -> Iterator[None]:
 # --- parent and child runs -------------------------------------------------------------------
 
 
-def _implicit_parent(client: Any, experiment_id: str, root: str | os.PathLike[str] = ".") -> str:
+def _implicit_parent(mlflow: Any, client: Any, experiment_id: str, root: str | os.PathLike[str]) -> str:
     owner, kind = _repro_owner()
     runs = client.search_runs(
         [experiment_id],
@@ -548,11 +548,10 @@ def _implicit_parent(client: Any, experiment_id: str, root: str | os.PathLike[st
     name = "pipeline (dvc repro)" if kind == "dvc-repro" else "pipeline (manual stage run)"
     tags = {PIPELINE_TAG: "1", OWNER_TAG: owner, KIND_TAG: kind, **_source_tags(root)}
     run = client.create_run(experiment_id, run_name=name, tags=tags)
-    base = _base_params(root)
-    if base:
-        from mlflow.entities import Param
-
-        client.log_batch(run.info.run_id, params=[Param(k, v) for k, v in base.items()])
+    with contextlib.suppress(ParamsError):
+        base = load_params(Path(root) / "params.yaml").get("base")
+        if isinstance(base, dict):  # profile, seed, mirror: what the whole pipeline run shares
+            StageRun(mlflow, client, run.info.run_id).log_params({"base": base})
     return run.info.run_id
 
 
@@ -567,15 +566,6 @@ def _source_tags(root: str | os.PathLike[str]) -> dict[str, str]:
     except (OSError, subprocess.SubprocessError):
         return {}
     return {"mlflow.source.git.commit": out.stdout.strip()}
-
-
-def _base_params(root: str | os.PathLike[str]) -> dict[str, str]:
-    """``params.yaml``'s ``base`` section (profile, seed, mirror), flattened as ``base.<key>``."""
-    try:
-        base = (yaml.safe_load((Path(root) / "params.yaml").read_text()) or {}).get("base") or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return {}
-    return {f"base.{k}": str(v)[:500] for k, v in base.items()} if isinstance(base, dict) else {}
 
 
 @contextlib.contextmanager
@@ -607,7 +597,7 @@ def stage_run(stage: str, params: dict[str, Any] | None = None, root: str = ".")
             )
             parent = None
     if not parent:
-        parent, implicit = _implicit_parent(client, exp_id, root), True
+        parent, implicit = _implicit_parent(mlflow, client, exp_id, root), True
     status = "FAILED"
     try:
         with (
