@@ -8,7 +8,7 @@ export DO_NOT_TRACK ?= 1
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install system-deps run flow mlflow-ui test lint verl-env clean-venv
+.PHONY: install system-deps run flow mlflow-ui test test-tmp-copy lint verl-env clean-venv
 
 ## install: the project and its pinned dependencies into .venv (CPU build of torch and vLLM)
 install: $(VENV)/.installed system-deps
@@ -49,10 +49,22 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-## test: install, then lint and the full test suite (what CI runs through .ci/run)
+## test: install, then lint, the full test suite, and the sandbox tests from a copy under /tmp (CI runs this)
 test: install verl-env
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest -q
+	$(MAKE) --no-print-directory test-tmp-copy
+
+## test-tmp-copy: the sandbox tests from a copy of the checkout, with its own venv, under /tmp (the sandbox
+## mounts a private /tmp: interpreter, venv and project living there must stay visible to it)
+test-tmp-copy: install
+	@set -euo pipefail; d=$$(mktemp -d /tmp/codethinker-copy.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$$d"; \
+	$(PYTHON) -m venv "$$d/.venv"; \
+	site=$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
+	echo "import site; site.addsitedir('$$site')" > "$$(echo "$$d"/.venv/lib/python*/site-packages)/main-venv.pth"; \
+	echo "sandbox tests from $$d (interpreter $$d/.venv/bin/python)"; \
+	cd "$$d" && PYTHONPATH="$$d" .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_sandbox.py tests/test_hostile_corpus.py
 
 clean-venv:
 	rm -rf $(VENV) .venv-verl

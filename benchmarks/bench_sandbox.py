@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import dataclasses
 import io
 import json
@@ -85,8 +86,9 @@ def main() -> None:
     batch = [dataclasses.replace(j, source=f"{j.source}\n# round {r}\n") for r in range(args.rounds) for j in jobs]
     print(f"{len(jobs)} CRUXEval samples with literal inputs, {args.rounds} rounds, {os.cpu_count()} cores")
 
-    t_in, _ = in_process(batch)
-    t_in2, _ = in_process(batch)
+    # in-process runs get copies: samples mutate their arguments (xs.append ...)
+    t_in, _ = in_process(copy.deepcopy(batch))
+    t_in2, _ = in_process(copy.deepcopy(batch))
     t_in = min(t_in, t_in2)
 
     cfg = SandboxConfig(isolation=args.isolation, workers=args.workers)

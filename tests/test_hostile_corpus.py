@@ -1,7 +1,10 @@
 """Every program in tests/hostile/ ends with the status its header states, and nothing outside
 the sandbox changes: sentinel files outside stay as they were, the parent's secret never shows,
-the parent lives, no connection reaches the host, and the next samples in the same pool see
-pristine builtins, modules and interpreter state.
+the parent lives, no connection reaches the host, no zygote has to be restarted, and the next
+samples in the same pool see pristine builtins, modules, registries and interpreter state.
+Before each program a sample holding a fresh secret in its source runs in the same pool: the
+program must never see it (each sample runs in a fresh process forked from a zygote that never
+ran user code).
 
 Header of a corpus file::
 
@@ -27,6 +30,8 @@ HOSTILE = Path(__file__).parent / "hostile"
 FILES = sorted(HOSTILE.glob("*.py"))
 SECRET_NAME = "CODETHINKER_SANDBOX_TEST_SECRET"
 SECRET = "s3cr3t-" + os.urandom(8).hex()
+SOURCE_SECRET = "src-secret-" + os.urandom(8).hex()  # a_gc_secret_scan looks for this prefix
+SECRET_HOLDER = Job(f"def f():\n    return len({SOURCE_SECRET!r})")
 
 pytestmark = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap (bwrap) is not available here")
 
@@ -42,10 +47,37 @@ def f():
 
 IMPURE_PROBE = Job(
     """
-import builtins, gc, math, os, random, signal, sys
+import atexit, builtins, codecs, collections, copyreg, functools, gc, glob, math, os, random, signal, socket
+import string, sys
 def f():
     r = random.random()
+    try:
+        codecs.lookup("leak_codec")
+        codec = "found"
+    except LookupError:
+        codec = "missing"
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect("\\0codethinker-leak")
+            abstract = "connected"
+        except OSError as exc:
+            abstract = type(exc).__name__
+        s.close()
+    except OSError as exc:
+        abstract = "socket " + type(exc).__name__
+    with open("/proc/sysvipc/shm") as fh:
+        shm = len(fh.read().splitlines())
+    stash = [m.__name__ for m in (functools, math, string, collections) if any(k.startswith("LEAK") for k in vars(m))]
+    others = [p for p in glob.glob("/tmp/*/*") + glob.glob("/tmp/*/*/*") if not os.getcwd().startswith(p)]
     return {
+        "codec": codec,
+        "abstract": abstract,
+        "shm": shm,
+        "stash": stash,
+        "others": sorted(others),
+        "copyreg": len(copyreg.dispatch_table),
+        "atexit": atexit._ncallbacks(),
         "files": sorted(os.listdir(".")),
         "cwd_is_home": os.getcwd() == os.environ.get("HOME"),
         "env": sorted(os.environ),
@@ -145,6 +177,7 @@ def _params():
 
 def test_corpus_is_large_enough():
     assert len(FILES) >= 30
+    assert len([p for p in FILES if p.name.startswith("a_")]) >= 8  # the process-model round (issue 9)
     for path in FILES:
         head = _header(path)
         assert head.get("expect"), f"{path.name} has no '# expect:' header"
@@ -160,8 +193,11 @@ def test_hostile_program(path: Path, sandbox, world):
         guard = sb.run(Job((HOSTILE / f"{head['guard']}.py").read_text(), args=(ctx,)))
         assert guard.status == "ok" and guard.value == 0, f"containment not proven by {head['guard']}: {guard}"
 
-    res, pure, impure, pure2 = sb.map([Job(path.read_text(), args=(ctx,)), PURE_PROBE, IMPURE_PROBE, PURE_PROBE])
+    holder, res, pure, impure, pure2 = sb.map(
+        [SECRET_HOLDER, Job(path.read_text(), args=(ctx,)), PURE_PROBE, IMPURE_PROBE, PURE_PROBE]
+    )
 
+    assert holder.ok, holder
     allowed = head["expect"].split("|")
     assert res.status in allowed, f"{path.name}: {res}"
     if "value" in head and res.status == "ok":
@@ -174,8 +210,10 @@ def test_hostile_program(path: Path, sandbox, world):
     assert listener.accepted == 0
     for r in (res, pure, impure, pure2):
         assert SECRET not in repr(r), f"secret leaked through {path.name}"
+        assert SOURCE_SECRET not in repr(r), f"an earlier sample's source leaked to {path.name}"
+    assert sb.stats["zygote_restarts"] == 0, f"{path.name} made a zygote restart"
     # the next samples see a pristine world
     assert pure.ok and pure.value == pure_base and pure.stdout == "" and pure.stderr == "", pure
     assert pure2.ok and pure2.value == pure_base and pure2.stdout == "", pure2
     assert impure.ok and impure.value == impure_base, impure
-    assert "LEAK" not in pure.stdout + impure.stdout + pure2.stdout
+    assert "LEAK" not in pure.stdout + impure.stdout + pure2.stdout + pure.stderr + impure.stderr + pure2.stderr

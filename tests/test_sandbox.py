@@ -1,17 +1,30 @@
-"""codethinker.sandbox: API, statuses, limits, isolation between samples, the purity check."""
+"""codethinker.sandbox: API, statuses, limits, isolation between samples (a fresh process per sample),
+clean-up, the process model's hooks (seccomp, cmdlines), a checkout under /tmp."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import pickle
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from codethinker import _sandbox_worker as worker
+from codethinker import _sandbox_bwrap as bwrap_plan
+from codethinker._sandbox_fs import remove_tree, reset_private_dir
+from codethinker._wire import WireError
+from codethinker._wire import encode as wire_encode
 from codethinker.sandbox import (
     RUNNERS,
     Job,
@@ -27,6 +40,7 @@ def _src(text: str) -> str:
     return textwrap.dedent(text).strip() + "\n"
 
 
+PROJECT = Path(__file__).resolve().parents[1]
 needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap (bwrap) is not available here")
 
 
@@ -182,23 +196,11 @@ def test_no_new_processes_bounded(sb):
     assert res.ok and res.value == 0, res
 
 
-def test_pure_samples_share_a_worker_impure_ones_retire_it():
-    with Sandbox(SandboxConfig(workers=1)) as box:
-        box.run(Job("def f():\n    return 0"))
-        forks = box.stats["forks"]
-        res = box.map([Job(f"import math\ndef f():\n    return math.isqrt({i})") for i in range(30)])
-        assert all(r.ok for r in res)
-        assert box.stats["forks"] == forks  # no recycling for pure samples
-        box.map([Job("import os\ndef f():\n    return 1")] * 3)
-        assert box.stats["forks"] == forks + 3
-
-
-def test_max_tasks_per_worker():
+def test_max_tasks_per_worker_restarts_the_sandbox():
     with Sandbox(SandboxConfig(workers=1, max_tasks_per_worker=2)) as box:
-        box.run(Job("def f():\n    return 0"))
-        forks = box.stats["forks"]
-        box.map([Job("def f():\n    return 0")] * 6)
-        assert box.stats["forks"] - forks >= 3
+        res = box.map([Job("def f(i):\n    return i", args=(i,)) for i in range(6)])
+        assert [r.value for r in res] == list(range(6))
+        assert box.stats["retired"] >= 2 and box.stats["zygote_restarts"] == 0
 
 
 def test_state_does_not_leak_between_samples(sb):
@@ -287,67 +289,350 @@ def test_closed_sandbox_refuses_work():
 
 
 # --------------------------------------------------------------------------- parent-side safety
-def test_restricted_unpickler_refuses_globals():
+def test_result_frames_are_never_unpickled():
+    """The parent decodes result frames with the bounded wire format only: a pickle (even one
+    whose ``__reduce__`` names ``os.system``) is refused as a malformed frame, plain data round-trips."""
+
     class Evil:
         def __reduce__(self):
             return (os.system, ("true",))
 
-    with pytest.raises(pickle.UnpicklingError):
-        _loads_plain(pickle.dumps(Evil()))
-    with pytest.raises(pickle.UnpicklingError):
-        _loads_plain(pickle.dumps(dataclasses.field))
+    for forged in (pickle.dumps(Evil()), pickle.dumps(dataclasses.field), pickle.dumps({"status": "ok"})):
+        with pytest.raises(WireError):
+            _loads_plain(forged)
     data = {"a": [1, 2.5, (3j, b"x", None, True)], "s": {1, 2}, "fs": frozenset({3})}
-    assert _loads_plain(pickle.dumps(data, protocol=5)) == data
+    assert _loads_plain(wire_encode(data)) == data
 
 
-# --------------------------------------------------------------------------- the purity check
-@pytest.fixture(scope="module")
-def scanned():
-    worker._scan_modules()
+def test_a_value_repeating_one_big_string_is_refused_in_the_sample(sb):
+    """Shared references cannot expand in the parent: the encoder stops at the frame cap, so the
+    sample gets ResultNotSerializable instead of a 600 MB truth (issue 9)."""
+    res = sb.run(Job("def f():\n    s = 'x' * 100_000\n    return [s] * 100_000"))
+    assert (res.status, res.error_type) == ("error", "ResultNotSerializable")
 
 
-PURE = [
-    "def f(x):\n    return sorted(x)[::-1]",
-    "import math\nfrom collections import Counter\ndef f(x):\n    return math.gcd(*x), Counter(x)",
-    "def f(s):\n    for _ in range(2):\n        s = s.replace('a', 'b')\n    return s",
-    "class P:\n    def __init__(self, x):\n        self.x = x\ndef f():\n    return P(1).x",
-    "def f():\n    return type(1) == int",
-    "def f():\n    def g():\n        yield 1\n    return list(g())",
-    "def f(:",
-]
-IMPURE = [
-    "import os\ndef f(): pass",
-    "import math as m\ndef f():\n    m.pi = 3",
-    "def f():\n    return ().__class__",
-    "def f():\n    return eval('1')",
-    "def f():\n    return getattr(1, 'real')",
-    "def f():\n    return __builtins__",
-    "import operator\ndef f():\n    return operator.attrgetter('x')",
-    "import typing\ndef f():\n    return typing.sys",
-    "import copy\ndef f():\n    return copy.dispatch_table",
-    "class A:\n    def __del__(self):\n        pass\ndef f(): pass",
-    "def f():\n    def g():\n        try:\n            yield 1\n        finally:\n            pass\n    return 1",
-    "def f():\n    return type('X', (), {})",
-    "def f():\n    t = type\n    return t",
-    "def f():\n    return '__del__'",
-    "async def f():\n    pass",
-    "def f(g):\n    return g.gi_frame",
-    "from functools import wraps\ndef f(): pass",
-    "def f():\n    return locals()",
-    "class A(metaclass=type):\n    pass\ndef f(): pass",
-]
+# --------------------------------------------------------------------------- a fresh process per sample
+METACLASS_FINALIZER = _src(
+    """
+    def f():
+        T = type(int)  # the metaclass, called: no class statement, no dunder in the source
+        X = T('X', (), {'_' * 2 + 'del' + '_' * 2: lambda self: print('LEAK from an earlier sample')})
+        a = X()
+        a.me = a  # a reference cycle: only the garbage collector frees it, later
+        return 1
+    """
+)
+ALLOCATE = "def f():\n    return len([[i] for i in range(200_000)])"
 
 
-@pytest.mark.parametrize("src", PURE)
-def test_analyze_pure(scanned, src):
-    pure, reason, _mods, _code = worker.analyze(src)
-    assert pure, reason
+def test_a_finalizer_never_runs_in_a_later_sample():
+    """A class made by calling the metaclass, holding a finalizer in a cycle (a bypass of the old
+    purity check): with a fresh process per sample it can never print into a later sample."""
+    with Sandbox(SandboxConfig(workers=1)) as box:
+        res = box.map([Job(METACLASS_FINALIZER), *[Job(ALLOCATE)] * 4])
+    assert [r.status for r in res] == ["ok"] * 5, res
+    assert all("LEAK" not in r.stdout + r.stderr for r in res), [r.stdout for r in res]
 
 
-@pytest.mark.parametrize("src", IMPURE)
-def test_analyze_impure(scanned, src):
-    pure, reason, _mods, _code = worker.analyze(src)
-    assert not pure and reason
+def test_a_secret_in_one_sample_is_not_in_the_next_ones_memory():
+    secret = "SECRET-" + os.urandom(6).hex()
+    holder = Job(f"def f():\n    return len({secret!r})")
+    scan = Job(
+        _src(
+            """
+            import gc
+            def f(prefix):
+                found = set()
+                for o in gc.get_objects():
+                    for v in (o.values() if type(o) is dict else o if type(o) in (list, tuple) else ()):
+                        if type(v) is str and v.startswith(prefix):
+                            found.add(v)
+                    if type(o).__name__ == 'code':
+                        found.update(c for c in o.co_consts if type(c) is str and c.startswith(prefix))
+                return sorted(v for v in found if v != prefix)
+            """
+        ),
+        args=("SECRET-",),
+    )
+    with Sandbox(SandboxConfig(workers=1)) as box:
+        res = box.map([holder, holder, scan, scan])
+    assert [r.status for r in res] == ["ok"] * 4, res
+    assert res[2].value == [] and res[3].value == [], res
+
+
+def test_every_sample_gets_a_new_process_and_an_empty_dir():
+    writer = Job(
+        "import os\ndef f():\n    open('left', 'w').write('x')\n    os.chmod('.', 0o777)\n    return os.getpid()"
+    )
+    probe = Job(
+        _src(
+            """
+            import glob, os
+            def f():
+                seen = [p for p in glob.glob('/tmp/*/*/*') + glob.glob('/tmp/*/*') if os.access(p, os.R_OK)]
+                return os.getpid(), os.listdir('.'), sorted(p for p in seen if not p.endswith('/work'))
+            """
+        )
+    )
+    with Sandbox(SandboxConfig(workers=1)) as box:  # one pid namespace
+        res = box.map([writer, probe, writer, probe, probe])
+    assert all(r.ok for r in res), res
+    pids = [r.value if isinstance(r.value, int) else r.value[0] for r in res]
+    assert len(set(pids)) == 5
+    for r in res[1::2] + res[4:]:
+        assert r.value[1] == [] and r.value[2] == [], r.value
+
+
+def test_sigalrm_reset_to_default_then_a_loop_is_a_timeout(sb):
+    src = "import signal\ndef f():\n    signal.signal(signal.SIGALRM, signal.SIG_DFL)\n    while True:\n        pass"
+    res = sb.run(Job(src))
+    assert res.status == "timeout" and res.error_type == "Timeout", res
+
+
+def test_a_forged_early_result_ends_the_sample(sb):
+    src = _src(
+        """
+        import os, pickle, struct
+        def f():
+            data = pickle.dumps({'status': 'ok', 'value': 'forged'})
+            for fd in range(3, 64):
+                try:
+                    os.write(fd, struct.pack('<Q', len(data)) + data)
+                except OSError:
+                    pass
+            while True:
+                pass
+        """
+    )
+    t0 = time.monotonic()
+    res = sb.run(Job(src))
+    assert res.status in ("ok", "killed") and time.monotonic() - t0 < 0.9, res  # not left running to the limit
+    assert sb.run(Job("def f():\n    return 'next'")).value == "next"
+
+
+# --------------------------------------------------------------------------- kernel surface
+def test_samples_cannot_share_sysv_memory():
+    writer = Job(
+        _src(
+            """
+            import ctypes
+            def f(key):
+                libc = ctypes.CDLL(None, use_errno=True)
+                libc.shmat.restype = ctypes.c_void_p
+                shmid = libc.shmget(key, 4096, 0o1000 | 0o666)
+                if shmid < 0:
+                    return 'refused'
+                addr = libc.shmat(shmid, None, 0)
+                ctypes.memmove(addr, b'SHM-SECRET', 10)
+                return 'written'
+            """
+        ),
+        args=(0x5EC0DE,),
+    )
+    reader = Job(
+        _src(
+            """
+            import ctypes
+            def f(key):
+                libc = ctypes.CDLL(None, use_errno=True)
+                libc.shmat.restype = ctypes.c_void_p
+                shmid = libc.shmget(key, 0, 0)
+                if shmid < 0:
+                    return None
+                return ctypes.string_at(libc.shmat(shmid, None, 0), 10)
+            """
+        ),
+        args=(0x5EC0DE,),
+    )
+    with Sandbox(SandboxConfig(workers=1)) as box:
+        res = box.map([writer, reader, reader])
+    assert res[0].status == "ok", res
+    assert res[1].value is None and res[2].value is None, res
+
+
+def test_seccomp_filter_is_installed_when_available(sb):
+    seccomp = pytest.importorskip("codethinker._seccomp")
+    if not seccomp.supported():
+        pytest.skip("seccomp is not supported here")
+    src = _src(
+        """
+        import socket
+        def f():
+            status = dict(line.split(':', 1) for line in open('/proc/self/status') if ':' in line)
+            try:
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()
+                made = True
+            except PermissionError:
+                made = False
+            return status['Seccomp'].strip(), made
+        """
+    )
+    res = sb.run(Job(src))
+    assert res.ok and res.value == ("2", False), res
+
+
+@needs_bwrap
+def test_proc_cmdlines_show_no_configuration(sb):
+    src = _src(
+        """
+        def f():
+            out = []
+            for pid in (1, 2):
+                with open(f'/proc/{pid}/cmdline', 'rb') as fh:
+                    out.append(fh.read().decode())
+            return out
+        """
+    )
+    res = sb.run(Job(src))
+    assert res.ok, res
+    text = "\n".join(res.value)
+    for marker in ("--ro-bind", "--tmpfs", "--setenv", "workdirs", "memory_mb", "uids", "extra_path", "/tmp/lane"):
+        assert marker not in text, (marker, text)
+
+
+# --------------------------------------------------------------------------- clean-up
+DEEP_CHAIN = _src(
+    """
+    import os
+    def f(depth):
+        for _ in range(depth):
+            os.mkdir('d')
+            os.chdir('d')
+        open('bottom', 'w').write('x')
+        os.chmod('.', 0)
+        return depth
+    """
+)
+
+
+@pytest.mark.parametrize("isolation", [pytest.param("bwrap", marks=needs_bwrap), "none"])
+def test_a_deep_folder_chain_is_cleaned_up(isolation, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where isolation "none" puts its dirs
+    probe = Job("import os\ndef f():\n    return os.listdir('.')")
+    cfg = SandboxConfig(isolation=isolation, workers=1, timeout_s=5.0)
+    with Sandbox(cfg) as box:
+        res = box.map([Job(DEEP_CHAIN, args=(3000,)), probe, Job(DEEP_CHAIN, args=(3000,)), probe, probe])
+        assert [r.status for r in res] == ["ok"] * 5, res
+        assert [r.value for r in res[1::2]] + [res[4].value] == [[], [], []]
+        assert box.stats["zygote_restarts"] == 0
+    assert os.listdir(tmp_path) == []
+
+
+def _tree(spec: list, root: str, target: str) -> None:
+    """Build ``spec`` under ``root``: None is a file, "link" a symlink to ``target``, a list a dir."""
+    for i, node in enumerate(spec):
+        path = os.path.join(root, f"n{i}")
+        if node is None:
+            with open(path, "w") as fh:
+                fh.write("x")
+        elif node == "link":
+            os.symlink(target, path)
+        else:
+            os.mkdir(path)
+            _tree(node, path, target)
+
+
+TREES = st.recursive(st.sampled_from([None, "link"]), lambda kids: st.lists(kids, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(spec=st.lists(TREES, max_size=4))
+def test_remove_tree_removes_any_tree_and_follows_no_link(spec):
+    root = tempfile.mkdtemp()
+    try:
+        target = os.path.join(root, "target")
+        os.mkdir(target)
+        with open(os.path.join(target, "keep"), "w") as fh:
+            fh.write("x")
+        top = os.path.join(root, "top")
+        os.mkdir(top)
+        _tree(spec, top, target)
+        remove_tree(top)
+        assert os.listdir(root) == ["target"] and os.listdir(target) == ["keep"]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_remove_tree_handles_depth_beyond_recursion_and_path_max(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    top = tmp_path / "top"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    try:
+        for _ in range(3000):  # 6000+ characters of path, deeper than the recursion limit
+            os.mkdir("dd", dir_fd=fd)
+            new = os.open("dd", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = new
+        os.symlink(str(outside), "link", dir_fd=fd)
+        os.chmod("..", 0, dir_fd=fd)
+    finally:
+        os.close(fd)
+    remove_tree(str(top))
+    assert not top.exists() and (outside / "keep").read_text() == "x"
+
+
+def test_reset_private_dir(tmp_path):
+    d = str(tmp_path / "w")
+    reset_private_dir(d, None)
+    assert os.listdir(d) == [] and stat.S_IMODE(os.stat(d).st_mode) == 0o700
+    os.chmod(d, 0o777)
+    os.makedirs(os.path.join(d, "a", "b"))
+    reset_private_dir(d, None)
+    assert os.listdir(d) == [] and stat.S_IMODE(os.stat(d).st_mode) == 0o700
+
+
+# --------------------------------------------------------------------------- where the checkout lives
+PATHS = st.lists(
+    st.lists(st.sampled_from(["a", "b", "lane0", "work", "sbx1-lane0", "lane1"]), min_size=1, max_size=4).map(
+        lambda parts: "/tmp/" + "/".join(parts)
+    ),
+    max_size=6,
+)
+
+
+@given(paths=PATHS)
+def test_private_dirs_never_touch_a_bound_path(paths):
+    plan = bwrap_plan.mask_plan(paths)
+    bound = [p for _root, keep in plan for p in keep]
+    assert all(root == "/tmp" for root, _keep in plan)
+    assert all(any(p == b or p.startswith(b + "/") for b in bound) for p in paths)  # everything stays readable
+    for d in bwrap_plan.private_dirs(plan):
+        lane = os.path.dirname(d)
+        assert not any(b == lane or b.startswith(lane + "/") or lane.startswith(b + "/") for b in bound)
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_checkout_and_venv_under_tmp():
+    """The sandbox works when the interpreter (a venv) and the project live under /tmp, which the
+    sandbox mounts a fresh tmpfs over: they are bound back read-only."""
+    base = Path(tempfile.mkdtemp(dir="/tmp", prefix="codethinker-tmp-checkout-"))
+    base.chmod(0o755)  # a plain clone under /tmp (a 0700 parent would be bound back as a hidden root anyway)
+    try:
+        proj = base / "checkout"
+        shutil.copytree(PROJECT / "codethinker", proj / "codethinker", ignore=shutil.ignore_patterns("__pycache__"))
+        venv = base / "checkout" / ".venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        script = (
+            "import json, sys\n"
+            "from codethinker.sandbox import Job, Sandbox, SandboxConfig, PROJECT_ROOT\n"
+            "with Sandbox(SandboxConfig(isolation='bwrap', workers=1)) as sb:\n"
+            "    r = sb.run(Job('import os\\ndef f(x):\\n    return x + 1, os.getcwd()', args=(41,)))\n"
+            "print(json.dumps([r.status, r.value, r.error_message, sys.executable, str(PROJECT_ROOT)]))\n"
+        )
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(proj), "HOME": str(base)}
+        out = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", script], cwd=base, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        status, value, message, exe, root = json.loads(out.stdout.splitlines()[-1])
+        assert exe.startswith(str(base)) and root == str(proj)
+        assert status == "ok" and value[0] == 42 and value[1].endswith("/work"), message
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_set_order_is_reproducible_across_sandboxes(sb):

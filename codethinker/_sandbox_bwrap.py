@@ -1,0 +1,185 @@
+"""How :mod:`codethinker.sandbox` starts a worker slot: the bubblewrap arguments and the zygote's
+command line, environment and configuration (parent side; not public API).
+
+The sandbox sees the host read-only (``--ro-bind / /``) with fresh ``/tmp`` and ``/dev/shm``
+tmpfs mounts. Whatever the zygote must read and would be hidden is bound back read-only over
+those mounts: paths under ``/tmp`` or ``/dev/shm`` (a checkout, a venv or an interpreter there),
+and paths below a directory the unprivileged uid cannot traverse (``/root`` for a pyenv
+interpreter), over which an empty tmpfs is mounted first. The private dirs of the samples live
+in the sandbox's ``/tmp`` under names that no bound path uses.
+
+Nothing of the configuration shows in ``/proc/*/cmdline`` inside the sandbox: bubblewrap reads
+its arguments from a file descriptor (``--args FD``) and the zygote reads its JSON
+configuration from its stdin; the command lines are ``bwrap --args N -- PYTHON -B -S -c BOOT``
+and ``PYTHON -B -S -c BOOT``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = [
+    "BOOT",
+    "bwrap_args",
+    "bwrap_available",
+    "interpreter_paths",
+    "mask_plan",
+    "private_dirs",
+    "site_paths",
+    "traversable",
+    "worker_env",
+    "zygote_command",
+]
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+HASH_SEED = 0  # str hashes (so set iteration order) are the same in every worker and every run
+TMPFS_BYTES = 64 * 1024 * 1024  # size of the sandbox's /tmp and /dev/shm
+ALWAYS_MASKED = ("/tmp", "/dev/shm")  # fresh tmpfs mounts in every sandbox
+
+BOOT = (
+    "import json,sys;c=json.load(sys.stdin);sys.path.insert(0,c['root']);"
+    "from codethinker._sandbox_worker import main;main(c)"
+)
+
+_BWRAP_OK: dict[str, bool] = {}
+
+
+def bwrap_available() -> bool:
+    """Whether ``bwrap`` is on PATH and can start a sandbox with the namespaces we use."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    if exe not in _BWRAP_OK:
+        cmd = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        cmd += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--", "/bin/true"]
+        try:
+            ok = subprocess.run(cmd, capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        _BWRAP_OK[exe] = ok
+    return _BWRAP_OK[exe]
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _mask_root(path: str) -> str | None:
+    """The directory over which a fresh tmpfs hides ``path`` in the sandbox, if any: ``/tmp`` or
+    ``/dev/shm``, else the topmost ancestor that "other" cannot traverse (``/root``)."""
+    for root in ALWAYS_MASKED:
+        if _under(path, root) and path != root:
+            return root
+    parts = Path(path).parts
+    for i in range(2, len(parts) + 1):
+        anc = str(Path(*parts[:i]))
+        try:
+            mode = os.stat(anc).st_mode
+        except OSError:
+            return None
+        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+            return anc
+    return None
+
+
+def mask_plan(paths: Iterable[str]) -> list[tuple[str, list[str]]]:
+    """``[(mask_root, [paths to bind back read-only below it]), ...]`` for the paths the zygote
+    must read; roots nested in another root are merged into it."""
+    out: dict[str, set[str]] = {}
+    for p in {os.path.realpath(p) for p in paths if p}:
+        root = _mask_root(p)
+        if root is not None and root != p:
+            out.setdefault(root, set()).add(p)
+    roots = sorted(out)
+    keep = [r for r in roots if not any(r != o and _under(r, o) for o in roots)]
+    plan = []
+    for r in keep:
+        below = set().union(*(out[o] for o in roots if _under(o, r)))
+        # a path inside another bound path is bound with it
+        below = {p for p in below if not any(q != p and _under(p, q) for q in below)}
+        plan.append((r, sorted(below)))
+    return plan
+
+
+def private_dirs(plan: list[tuple[str, list[str]]], lanes: int = 2) -> list[str]:
+    """The samples' private dirs in the sandbox's ``/tmp``, one per lane, each in a lane dir of
+    its own (``/tmp/lane0/work`` ...), all clear of every bound path."""
+    bound = [p for _root, keep in plan for p in keep]
+    for k in range(1000):
+        base = "/tmp/" if k == 0 else f"/tmp/sbx{k}-"
+        parents = [f"{base}lane{lane}" for lane in range(lanes)]
+        if not any(_under(p, d) or _under(d, p) for d in parents for p in bound):
+            return [f"{d}/work" for d in parents]
+    raise RuntimeError("no free name for the sandbox's private dirs under /tmp")
+
+
+def interpreter_paths() -> list[str]:
+    """What the zygote reads: the interpreter, its prefixes, the site-packages it imports from
+    and the project's package."""
+    exe = os.path.realpath(sys.executable)
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(exe))]
+    return [*paths, *site_paths(), str(PROJECT_ROOT / "codethinker")]
+
+
+def traversable(path: str) -> bool:
+    """Whether any uid can reach ``path`` (o+x on it and every ancestor)."""
+    p = Path(os.path.realpath(path))
+    for anc in (p, *p.parents):
+        try:
+            if not os.stat(anc).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def site_paths() -> list[str]:
+    """The parent's site-packages, appended to the zygote's path (its site module is skipped)."""
+    return [p for p in sys.path if p.endswith("-packages") and os.path.isdir(p)]
+
+
+def worker_env() -> dict[str, str]:
+    """The whole environment of a zygote (nothing of the parent's)."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": str(HASH_SEED),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def bwrap_args(plan: list[tuple[str, list[str]]]) -> list[str]:
+    """The options of ``bwrap`` (passed through ``--args FD``, so they never show in
+    ``/proc/1/cmdline``), without the command."""
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for root in ALWAYS_MASKED:
+        args += ["--size", str(TMPFS_BYTES), "--tmpfs", root]
+    for root, keep in plan:
+        if root not in ALWAYS_MASKED:
+            args += ["--perms", "0755", "--tmpfs", root]
+        made: set[str] = set()
+        for p in keep:
+            rel = Path(p).relative_to(root).parts
+            for i in range(1, len(rel)):
+                d = str(Path(root, *rel[:i]))
+                if d not in made:
+                    made.add(d)
+                    args += ["--perms", "0755", "--dir", d]
+            args += ["--ro-bind", p, p]
+    args += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    args += ["--die-with-parent", "--new-session", "--clearenv"]
+    for key, value in worker_env().items():
+        args += ["--setenv", key, value]
+    return [*args, "--chdir", "/"]
+
+
+def zygote_command() -> list[str]:
+    """The zygote's command line (its configuration comes on stdin)."""
+    return [sys.executable, "-B", "-S", "-c", BOOT]
