@@ -30,11 +30,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from codethinker.contra import _guard
 from codethinker.contra.blocks import split_blocks
 from codethinker.contra.normalize import NormalizeError, normalize_source
 from codethinker.contra.values import NoLiteral, canonicalize, literal_repr, parse_call_args, parse_literal
 
-__all__ = ["Block", "Flow", "TraceOutcome", "trace", "trace_many", "trace_runner"]
+__all__ = ["Block", "Flow", "TraceOutcome", "runner_result_problem", "trace", "trace_many", "trace_runner"]
 
 TRUTH_VERSION = 1
 
@@ -139,31 +140,65 @@ class TraceOutcome:
 
 
 # --------------------------------------------------------------------------- worker side
-def _snapshot(f_locals: dict[str, Any]) -> dict[str, Any]:
+def _snapshot(
+    f_locals: dict[str, Any], _canon: Callable[..., Any] = canonicalize, _no_literal: type = NoLiteral
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in f_locals.items():
         try:
-            out[k] = canonicalize(v)
-        except NoLiteral:
+            out[k] = _canon(v)
+        except _no_literal:
             continue
     return out
 
 
-def trace_runner(fn: Callable[..., Any], args: tuple, kwargs: dict, options: dict) -> dict[str, Any]:
+def _guarded_modules() -> list[Any]:
+    import builtins
+    import collections
+    import math
+
+    from codethinker.contra import values
+
+    return [sys.modules[__name__], _guard, values, bisect, math, collections, builtins]
+
+
+def prepare_process() -> None:
+    """Called by the sandbox in a trace job's process after its lock-down, before any user code:
+    installs the tracer's guard there, so even the sample's module-level code runs under it and
+    the guard's snapshot of the tracer's modules is taken before user code exists
+    (``trace_runner`` installs it itself, lazily, where nothing called this)."""
+    _guard.install(trace_runner.__code__, _guarded_modules())
+
+
+def trace_runner(
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+    options: dict,
+    *,
+    _guard_fns: tuple = (_guard.install, _guard.begin, _guard.end, _guard.check, _guard.TraceTampered),
+    _helpers: tuple = (_snapshot, bisect.bisect_right, max, range, canonicalize),
+) -> dict[str, Any]:
     """Run inside the sandbox worker: call ``fn`` under ``sys.settrace`` and record block exits.
 
     ``options["starts"]`` holds the 0-based first line of every block. Returns plain data:
-    ``{"value": canonical return value, "exits": [locals after block 0, 1, ...]}``.
+    ``{"value": canonical return value, "exits": [locals after block 0, 1, ...]}``. The call runs
+    under :mod:`codethinker.contra._guard`: a sample that touches the tracer's hooks raises
+    :class:`~codethinker.contra._guard.TraceTampered` here (an untraceable sample, never a truth).
+    Everything used while ``fn`` runs is bound as a default (module globals can be patched at run time).
     """
-    starts: list[int] = list(options["starts"])
+    install, begin, end, check, tampered = _guard_fns
+    snapshot, bisect_right, max_, range_, canon = _helpers
+    install(trace_runner.__code__, _guarded_modules())
+    starts: tuple[int, ...] = tuple(options["starts"])
     if options.get("args_fn"):  # non-literal benchmark inputs, evaluated here inside the sandbox
         args, kwargs = fn.__globals__[options["args_fn"]]()
     code = fn.__code__
     exits: list[dict[str, Any]] = []
-    state: dict[str, Any] = {"frame": None, "block": None}
+    state: dict[str, Any] = {"frame": None, "block": None, "returned": False, "lost": None}
 
     def block_of(lineno: int) -> int:
-        return max(0, bisect.bisect_right(starts, lineno - 1) - 1)
+        return max_(0, bisect_right(starts, lineno - 1) - 1)
 
     def local(frame: Any, event: str, arg: Any) -> Any:
         if frame is not state["frame"]:
@@ -174,13 +209,18 @@ def trace_runner(fn: Callable[..., Any], args: tuple, kwargs: dict, options: dic
             if cur is None:
                 state["block"] = b
             elif b > cur:
-                snap = _snapshot(frame.f_locals)
-                exits.extend(snap for _ in range(b - cur))  # skipped blocks keep the same locals
+                check()
+                snap = snapshot(frame.f_locals)
+                exits.extend(snap for _ in range_(b - cur))  # skipped blocks keep the same locals
                 state["block"] = b
         elif event == "return":
             if state["block"] is None:
                 state["block"] = 0
-            exits.append(_snapshot(frame.f_locals))
+            elif block_of(frame.f_lineno) != state["block"] and state["lost"] is None:
+                state["lost"] = f"line events lost: returned from line {frame.f_lineno} in block {state['block']}"
+            check()
+            exits.append(snapshot(frame.f_locals))
+            state["returned"] = True
         return local
 
     def global_trace(frame: Any, event: str, arg: Any) -> Any:
@@ -189,13 +229,19 @@ def trace_runner(fn: Callable[..., Any], args: tuple, kwargs: dict, options: dic
             return local
         return None
 
-    old = sys.gettrace()
-    sys.settrace(global_trace)
+    begin(global_trace, globals())
     try:
         value = fn(*args, **kwargs)
-    finally:
-        sys.settrace(old)
-    return {"value": canonicalize(value), "exits": exits}
+    except BaseException:
+        try:
+            end()
+        except tampered:
+            pass  # the sample's own error is the result: no truth either way
+        raise
+    end()  # raises TraceTampered if the sample touched the tracer
+    if not state["returned"] or state["lost"] is not None:
+        raise tampered(state["lost"] or "the traced function's return was not seen")
+    return {"value": canon(value), "exits": exits}
 
 
 # --------------------------------------------------------------------------- parent side
@@ -270,15 +316,52 @@ def trace(source: str, args_text: str, entry: str = "f", *, sandbox: Any = None)
     return trace_many([(source, args_text, entry)], sandbox=sandbox)[0]
 
 
+MAX_RESULT_ITEMS = 1_000_000  # locals per block, a bound on what a forged frame can make the parent walk
+
+
+def runner_result_problem(value: Any, n_blocks: int) -> str | None:
+    """Why a trace runner's result (as decoded from the child's frame) has the wrong shape, or None.
+
+    A pure function of plain data. The shape is ``{"value": any, "exits": [dict, ...]}`` with
+    1 to ``n_blocks`` exits whose keys are identifiers (a compromised child may send anything).
+    """
+    if type(value) is not dict or set(value) != {"value", "exits"}:
+        return "result is not a dict with keys 'value' and 'exits'"
+    exits = value["exits"]
+    if type(exits) is not list:
+        return f"'exits' is a {type(exits).__name__}, not a list"
+    if not exits or len(exits) > n_blocks:
+        return f"tracer saw {len(exits)} block exits for {n_blocks} blocks"
+    for i, loc in enumerate(exits):
+        if type(loc) is not dict or len(loc) > MAX_RESULT_ITEMS:
+            return f"exits[{i}] is not a dict of locals"
+        if not all(type(k) is str and k.isidentifier() for k in loc):
+            return f"exits[{i}] has a key that is not a variable name"
+    return None
+
+
 def _build(prog: Any, specs: list, args_text: str, res: Any) -> TraceOutcome:
+    """One sample's outcome from its sandbox result; never raises (a forged result is that sample's error)."""
+    try:
+        return _build_checked(prog, specs, args_text, res)
+    except Exception as exc:  # whatever a forged frame does, the batch keeps its other samples
+        return TraceOutcome(None, f"malformed runner result: {type(exc).__name__}")
+
+
+def _build_checked(prog: Any, specs: list, args_text: str, res: Any) -> TraceOutcome:
     if res.status != "ok":
+        if res.error_type == "TraceTampered":
+            return TraceOutcome(None, f"untraceable: the sample tampered with the tracer ({res.error_message})")
         detail = f"{res.error_type}: {res.error_message}" if res.status == "error" else res.status
         if res.error_type == "NoLiteral":
             return TraceOutcome(None, f"output has no literal form ({res.error_message})")
         return TraceOutcome(None, f"{res.status}: {detail}" if res.status == "error" else res.status)
+    problem = runner_result_problem(res.value, len(specs))
+    if problem is not None:
+        return TraceOutcome(
+            None, problem if problem.startswith("tracer saw") else f"malformed runner result: {problem}"
+        )
     exits = res.value["exits"]
-    if not exits or len(exits) > len(specs):
-        return TraceOutcome(None, f"tracer saw {len(exits)} block exits for {len(specs)} blocks")
     blocks = []
     for spec, loc in zip(specs, exits, strict=False):
         try:

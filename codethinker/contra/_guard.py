@@ -1,0 +1,335 @@
+"""Protects the ground-truth tracer's hooks from the sample it traces (runs INSIDE the sandbox child).
+
+A sample runs in the same process as :func:`codethinker.contra.tracer.trace_runner`, so it could
+switch or replace the trace function, or reach the tracer's frames and closures, and make the
+tracer record a false truth. The guard makes every such attempt end as an untraceable sample:
+
+* one ``sys.addaudithook`` hook per process (hooks cannot be removed), installed lazily by the
+  runner (never at import time: the parent imports this module too) or by the zygote through
+  :func:`install`. Its state lives only in the closure of :func:`install` and is reachable from no
+  Python object. It acts only while its gate is on, i.e. while the sample's entry function runs;
+* the gate is opened and closed only by ``begin``/``end`` audit events whose calling frames are the
+  runner's own (checked by identity in the hook), so the sample cannot forge them;
+* while the gate is on, the hook refuses (raises :class:`TraceTampered`, a ``BaseException``) and
+  records every audit event that could reach the tracer: ``sys.settrace``/``sys.setprofile``,
+  ``sys._getframe`` (``inspect.currentframe``), ``sys._current_frames``, ``tb_frame``/``gi_frame``/
+  ``cr_frame``/``ag_frame``, ``gc.get_objects``/``get_referrers``/``get_referents``, setting a
+  function's ``__code__``/``__defaults__``/``__kwdefaults__``, ``ctypes.*``, thread starts,
+  ``sys.addaudithook``, ``sys.monitoring.*`` (3.12+), opening a raw file descriptor;
+* the calls that raise no audit event are refused by a profile function installed with the trace
+  function: ``sys.gettrace``/``sys.getprofile`` (they return the tracer's closures), ``signal.signal``
+  (a signal handler receives the current frame), the ``os.write`` family (the result pipe), the
+  ``_ctypes`` functions, and any call from the sample into this module or the tracer. Calls are
+  matched by module and function name, so fresh copies of those modules made through ``_imp`` do
+  not help. A refused call also ends the profile function (CPython drops a hook that raises),
+  but the record stays;
+* at ``begin`` the process must hold no trace, profile, thread-trace or extra audit hook, the same
+  signal handlers as when the guard was installed, and the runner's modules unchanged (identity of
+  every value); at ``end`` the trace and profile functions must still be the runner's, the modules
+  unchanged, and nothing recorded. Otherwise ``end`` raises :class:`TraceTampered` with the reason.
+
+Records are cleared only by the next authentic ``begin``, so a sample cannot erase its own.
+Residual gaps (no audit event and no call): patching a module attribute of the runner's modules
+and restoring it before the entry function returns; and everything the first sample of a process
+does at module level before a lazy :func:`install` (the zygote should call :func:`install`).
+"""
+
+from __future__ import annotations
+
+import operator
+import signal
+import sys
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["TraceTampered", "begin", "check", "denied_call", "denied_event", "end", "install", "installed"]
+
+EVENT_BEGIN = "codethinker.tracer.guard.begin"
+EVENT_END = "codethinker.tracer.guard.end"
+EVENT_CHECK = "codethinker.tracer.guard.check"
+
+# audit events refused while the gate is on (exact names, and name prefixes)
+DENIED_EVENTS = frozenset(
+    {
+        "sys.settrace",
+        "sys.setprofile",
+        "sys._getframe",
+        "sys._getframemodulename",
+        "sys._current_frames",
+        "sys._current_exceptions",
+        "sys.addaudithook",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "_thread.start_new_thread",
+        "cpython._PySys_ClearAuditHooks",
+    }
+)
+DENIED_PREFIXES = ("ctypes.", "sys.monitoring")
+FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_trace"})
+FUNCTION_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__"})
+# C functions refused by the profile function: (module name, function name); any module object of
+# that name counts, so fresh copies made through ``_imp`` do not help
+DENIED_CALLS = frozenset(
+    {
+        ("sys", "gettrace"),
+        ("sys", "getprofile"),
+        ("sys", "settrace"),
+        ("sys", "setprofile"),
+        ("sys", "_getframe"),
+        ("sys", "_current_frames"),
+        ("_signal", "signal"),
+        ("_signal", "set_wakeup_fd"),
+        ("posix", "write"),
+        ("posix", "writev"),
+        ("posix", "pwrite"),
+        ("posix", "pwritev"),
+        ("posix", "sendfile"),
+        ("posix", "splice"),
+        ("posix", "copy_file_range"),
+    }
+)
+DENIED_MODULES = frozenset({"_ctypes"})
+
+
+class TraceTampered(BaseException):
+    """The sample touched the tracer's hooks: its result is untraceable. A ``BaseException`` so that
+    ``except Exception`` in the sample does not swallow the refusal (the record stays anyway)."""
+
+
+# Every function below that runs while the gate is on reads no module global or builtin at call
+# time: they are bound as defaults when this module is imported (replacing ``__defaults__`` is an
+# audited event, while a module attribute can be patched silently).
+def denied_event(
+    event: str,
+    args: tuple,
+    _events: frozenset = DENIED_EVENTS,
+    _prefixes: tuple = DENIED_PREFIXES,
+    _frame_attrs: frozenset = FRAME_ATTRS,
+    _function_attrs: frozenset = FUNCTION_ATTRS,
+    _len: Callable[..., int] = len,
+    _type: type = type,
+    _int: type = int,
+) -> str | None:
+    """Why an audit event raised while the gate is on is refused, or None (a pure function)."""
+    if event in _events or event.startswith(_prefixes):
+        return event
+    if event == "object.__getattr__" and _len(args) >= 2 and args[1] in _frame_attrs:
+        return f"{event} {args[1]}"
+    if event == "object.__setattr__" and _len(args) >= 2 and args[1] in _function_attrs:
+        return f"{event} {args[1]}"
+    if event == "open" and args and _type(args[0]) is _int:
+        return "open of a raw file descriptor"
+    return None
+
+
+def denied_call(
+    fn: Any,
+    _calls: frozenset = DENIED_CALLS,
+    _modules: frozenset = DENIED_MODULES,
+    _module_type: type = types.ModuleType,
+    _getattr: Callable[..., Any] = getattr,
+    _type: type = type,
+) -> str | None:
+    """Why a C call seen by the profile function is refused, or None (a pure function)."""
+    owner = _getattr(fn, "__self__", None)
+    if _type(owner) is not _module_type:
+        return None
+    mod = _getattr(owner, "__name__", None)
+    name = _getattr(fn, "__name__", None)
+    if mod in _modules or (mod, name) in _calls:
+        return f"call of {mod}.{name}"
+    return None
+
+
+def _dict_snapshot(d: dict) -> tuple[list, list]:
+    return list(d), list(d.values())
+
+
+def _same_dict(
+    d: dict,
+    snap: tuple[list, list],
+    _len: Callable[..., int] = len,
+    _list: type = list,
+    _all: Callable[..., bool] = all,
+    _map: type = map,
+    _is: Callable[..., bool] = operator.is_,
+) -> bool:
+    keys, values = snap
+    return _len(d) == _len(keys) and _all(_map(_is, d.values(), values)) and _list(d) == keys
+
+
+def _signal_handlers(
+    _signals: tuple = tuple(sorted(signal.valid_signals())),
+    _getsignal: Callable[..., Any] = signal.getsignal,
+    _tuple: type = tuple,
+) -> tuple:
+    out = []
+    for s in _signals:
+        try:
+            out.append(_getsignal(s))
+        except (ValueError, OSError):
+            out.append(None)
+    return _tuple(out)
+
+
+_STATE: dict[str, Any] = {}  # "installed": True once the hook is in (public knowledge only)
+
+
+def installed() -> bool:
+    """Whether this process already has the guard's audit hook."""
+    return bool(_STATE.get("installed"))
+
+
+def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) -> None:
+    """Add the guard's audit hook to this process, once (later calls do nothing).
+
+    ``runner_code`` is the code object of the only function allowed to call :func:`begin` and
+    :func:`end`; ``modules`` are the modules whose dicts must not change (identity of every value).
+    """
+    if _STATE.get("installed"):
+        return
+    # genuine references, captured now and reachable only from the closures below
+    settrace, setprofile, gettrace, getprofile, getframe = (
+        sys.settrace,
+        sys.setprofile,
+        sys.gettrace,
+        sys.getprofile,
+        sys._getframe,
+    )
+    tampered, same_dict, handlers_now = TraceTampered, _same_dict, _signal_handlers
+    why_event, why_call, zip_, get_module = denied_event, denied_call, zip, sys.modules.get
+    ev_begin, ev_end, ev_check = EVENT_BEGIN, EVENT_END, EVENT_CHECK
+    settrace_events = ("sys.settrace", "sys.setprofile")
+    begin_code, end_code = begin.__code__, end.__code__
+    own_globals = globals()
+    guarded = [(m.__name__, vars(m)) for m in modules]
+    snaps = [_dict_snapshot(d) for _, d in guarded]
+    protected = {id(v) for _, d in guarded for v in d.values() if type(v) is types.FunctionType}
+    id_ = id
+    handlers = handlers_now()
+    st: dict[str, Any] = {"gate": False, "busy": 0, "tripped": None, "sticky": None, "runner": None}
+    st.update(trace=None, tracer_globals=None)
+
+    def trip(reason: str | None) -> None:
+        if reason is not None and st["tripped"] is None:
+            st["tripped"] = reason
+
+    def changed_modules() -> str | None:
+        for (name, d), snap in zip_(guarded, snaps, strict=True):
+            if not same_dict(d, snap):
+                return f"module {name} changed"
+        return None
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if not st["gate"]:
+            return
+        if event == "c_call":
+            why = why_call(arg)
+            if why is not None and frame is not st["runner"]:
+                trip(why)
+                raise tampered(why)
+        elif event == "call":
+            g = frame.f_globals
+            if g is own_globals or g is st["tracer_globals"]:
+                if frame.f_code is end_code and frame.f_back is st["runner"]:
+                    return
+                why = f"the sample called the tracer's own code ({frame.f_code.co_name})"
+                trip(why)
+                raise tampered(why)
+
+    def preconditions() -> str | None:
+        if st["sticky"]:
+            return st["sticky"]
+        if gettrace() is not None or getprofile() is not None:
+            return "a trace or profile function was set before the run"
+        threading = get_module("threading")
+        if threading is not None and (
+            getattr(threading, "_trace_hook", None) is not None or getattr(threading, "_profile_hook", None) is not None
+        ):
+            return "threading.settrace/setprofile was used"
+        if handlers_now() != handlers:
+            return "signal handlers changed"
+        return changed_modules()
+
+    def on_begin(args: tuple) -> None:
+        mine, caller = getframe(2), getframe(3)  # hook <- on_begin: 0, 1; begin(): 2; runner: 3
+        if mine.f_code is not begin_code or caller.f_code is not runner_code or st["gate"]:
+            st["sticky"] = "guard begin forged"
+            raise tampered(st["sticky"])
+        trace_fn, tracer_globals = args
+        st.update(tripped=preconditions(), runner=caller, trace=trace_fn, tracer_globals=tracer_globals)
+        if st["tripped"] is None:
+            setprofile(profile)
+            settrace(trace_fn)
+            st["gate"] = True
+
+    def on_end() -> None:
+        mine, caller = getframe(2), getframe(3)
+        if mine.f_code is not end_code or st["runner"] is None or caller is not st["runner"]:
+            st["sticky"] = "guard end forged"
+            raise tampered(st["sticky"])
+        was_open = st["gate"]
+        st["gate"] = False
+        if was_open and gettrace() is not st["trace"]:
+            trip("the trace function was replaced or removed")
+        if was_open and getprofile() is not profile:
+            trip("the guard's profile function was replaced or removed")
+        settrace(None)
+        setprofile(None)
+        trip(changed_modules())
+        reason = st["tripped"]
+        st.update(runner=None, trace=None, tripped=None, tracer_globals=None)
+        if reason is not None:
+            raise tampered(reason)
+
+    def hook(event: str, args: tuple) -> None:
+        if st["busy"]:
+            return  # audit events raised by the hook itself
+        if event in (ev_begin, ev_end):
+            st["busy"] += 1
+            try:
+                on_begin(args) if event == ev_begin else on_end()
+            finally:
+                st["busy"] -= 1
+            return
+        if event == ev_check:
+            if st["gate"]:
+                st["busy"] += 1
+                try:
+                    trip(changed_modules())
+                finally:
+                    st["busy"] -= 1
+            return
+        if not st["gate"]:  # records only (sticky: the process is unfit for tracing), refuses nothing
+            if event == "sys.addaudithook":  # a later hook would see the runner's events with their frames
+                st["sticky"] = "another audit hook was added in this process"
+            elif event == "object.__setattr__" and args and id_(args[0]) in protected:
+                st["sticky"] = f"a function of the tracer was changed ({args[1]})"
+            return
+        why = why_event(event, args)
+        if why is not None:
+            trip(why)
+            if event not in settrace_events:  # recorded, not refused: CPython also drops a hook that raised
+                raise tampered(why)
+
+    sys.addaudithook(hook)
+    _STATE["installed"] = True
+
+
+# The bodies use only their defaults and literals: module globals can be patched by a sample at run
+# time without any audit event, while replacing ``__defaults__``/``__code__`` is an audited event.
+def begin(trace_fn: Callable[..., Any], tracer_globals: dict, _audit: Callable[..., None] = sys.audit) -> None:
+    """Open the gate: check the process, set ``trace_fn`` and the guard's profile function (runner only)."""
+    _audit("codethinker.tracer.guard.begin", trace_fn, tracer_globals)
+
+
+def end(_audit: Callable[..., None] = sys.audit) -> None:
+    """Close the gate and remove both functions; raises :class:`TraceTampered` if anything was recorded."""
+    _audit("codethinker.tracer.guard.end")
+
+
+def check(_audit: Callable[..., None] = sys.audit) -> None:
+    """Record a change of the guarded modules while the gate is on (called before each snapshot)."""
+    _audit("codethinker.tracer.guard.check")
