@@ -7,16 +7,24 @@
     codethinker report [--source metrics|mlflow] [--exps auto] [--out docs/results.md]
 
 Expected errors (a missing file, code without ``f``, an input that is not valid Python, a
-sample that cannot be traced) print one line ``codethinker: error: ...`` and exit with 2.
+sample that cannot be traced, a truth JSON of another version or with a field of the wrong type,
+a numeric option that is not a finite number in its range) print one line
+``codethinker: error: ...`` naming the file and field or the option, and exit with 2. ``score``
+prints exactly one line of strict JSON (no ``NaN``/``Infinity``) or nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codethinker.contra.tracer import Flow
 
 __all__ = ["main"]
 
@@ -42,14 +50,60 @@ def _read(path: str, what: str) -> str:
         raise CLIError(f"cannot read {what} file {path}: {exc}") from None
 
 
-def _positive(text: str) -> float:
+MAX_TIMEOUT_S = 3600.0
+MAX_INT_OPTION = 2**63 - 1
+
+
+def _finite(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (value > 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
+
+
+def _float_in(lo: float, hi: float, what: str, *, open_lo: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite float in ``[lo, hi]`` (``(lo, hi]`` with ``open_lo``)."""
+
+    def parse(text: str) -> float:
+        value = _finite(text)
+        if not (value > lo if open_lo else value >= lo) or value > hi:
+            bounds = f"{'(' if open_lo else '['}{lo:g}, {hi:g}]"
+            raise argparse.ArgumentTypeError(f"must be {what} in {bounds}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _int_in_range(text: str) -> int:
+    """Every int option of this CLI counts or seeds something: 0 <= n < 2**63."""
+    if len(text) > 40:  # int() of a long text is quadratic; no count of this CLI is that long
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**63 - 1], got {len(text)} characters")
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= value <= MAX_INT_OPTION:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**63 - 1], got {text!r}")
+    return value
+
+
+_positive = _float_in(0.0, MAX_TIMEOUT_S, "a number of seconds", open_lo=True)
+
+
+def _check_numeric_options(parser: argparse.ArgumentParser) -> None:
+    """Give every plain ``float``/``int`` option of every subcommand a checked type (finite floats,
+    ints in ``[0, 2**63)``), so no option of any command lets ``nan``, ``inf`` or ``10**400`` in."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _check_numeric_options(sub)
+        elif action.type is float:
+            action.type = _finite
+        elif action.type is int:
+            action.type = _int_in_range
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -89,23 +143,52 @@ def _scorer(args: argparse.Namespace) -> Callable[[str, object], dict]:
     return lambda text, flow: crm.crm_score(text, flow, config)
 
 
+def _load_truth(path: str) -> Flow:
+    """The truth JSON at ``path`` as a Flow; a ``CLIError`` naming the file and the field otherwise."""
+    from codethinker.contra.tracer import TRUTH_VERSION, Flow
+
+    text = _read(path, "truth")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise CLIError(f"truth file {path}: not JSON: {str(exc)[:200]}") from None
+    if not isinstance(data, dict):
+        raise CLIError(f"truth file {path}: must hold a JSON object, got {type(data).__name__}")
+    version = data.get("version")
+    if "version" not in data:
+        raise CLIError(f"truth file {path}: field 'version' is missing (this codethinker reads {TRUTH_VERSION})")
+    if type(version) is not int or version != TRUTH_VERSION:
+        got = json.dumps(version)[:40]
+        raise CLIError(f"truth file {path}: field 'version' must be {TRUTH_VERSION} (this codethinker's), got {got}")
+    try:
+        return Flow.from_json(text)
+    except (ValueError, RecursionError) as exc:
+        raise CLIError(f"truth file {path}: {str(exc)[:300]}") from None
+
+
 def cmd_score(args: argparse.Namespace) -> int:
-    from codethinker.contra.tracer import Flow
     from codethinker.rewards.crm import crm_score
 
     rollout = _read(args.rollout, "rollout")
+    flow = _load_truth(args.truth)
     try:
-        flow = Flow.from_json(_read(args.truth, "truth"))
-    except ValueError as exc:
-        raise CLIError(f"{args.truth}: {exc}") from None
-    out = dict(_scorer(args)(rollout, flow))
+        scorer = _scorer(args)
+    except ValueError as exc:  # the reward's own config check (the options are checked already)
+        raise CLIError(str(exc)) from None
+    out = dict(scorer(rollout, flow))
     if args.reward != "crm":  # RCS always measures the ConTra consistency of the rollout
         out["rcs"] = crm_score(rollout, flow)["rcs"]
-    print(json.dumps(out))
+    try:
+        line = json.dumps(out, allow_nan=False)
+    except ValueError as exc:
+        raise CLIError(f"score is not finite: {exc}") from None
+    print(line)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from codethinker.rewards.crm import MAX_ALPHA
+
     p = _Parser(prog="codethinker", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     t = sub.add_parser("trace", help="print the ground-truth ConTra trace of f(input)")
@@ -113,7 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--input", required=True, help="argument text as inside f(...), e.g. '[1, 2], 3'")
     t.add_argument("--entry", default="f", help="name of the function under test (default: f)")
     t.add_argument("--json", action="store_true", help="print the flow as truth JSON instead")
-    t.add_argument("--timeout", type=_positive, default=2.0, help="seconds before the run is stopped")
+    t.add_argument(
+        "--timeout", type=_positive, default=2.0, help=f"seconds before the run is stopped, up to {MAX_TIMEOUT_S:g}"
+    )
     t.set_defaults(func=cmd_trace)
     s = sub.add_parser("score", help="score a rollout against a truth JSON")
     s.add_argument("--rollout", required=True, help="text file with the model output")
@@ -127,7 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
         ("ccw", "complexity weights"),
     ]:
         s.add_argument(f"--no-{flag}", action="store_true", help=f"CRM ablation: without {what}")
-    s.add_argument("--alpha", type=float, default=1.0, help="weight of R_proc (default 1)")
+    s.add_argument(
+        "--alpha",
+        type=_float_in(0.0, MAX_ALPHA, "a finite number"),
+        default=1.0,
+        help=f"weight of R_proc, 0 to {MAX_ALPHA:g} (default 1)",
+    )
     s.set_defaults(func=cmd_score)
     from codethinker.evaluation.commands import add_eval_arguments, add_report_arguments
 
@@ -137,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="the paper's tables (Markdown) from evaluation metrics or MLflow runs")
     add_report_arguments(r)
     r.set_defaults(func=_evaluation("run_report"))
+    _check_numeric_options(p)
     return p
 
 

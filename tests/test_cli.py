@@ -340,3 +340,124 @@ def test_subprocess_round_trip(tmp_path, prog):
     )
     assert res.returncode == 2 and res.stdout == ""
     one_line_error(res.stderr)
+
+
+# --------------------------------------------------------------------------- numeric options and truth files (issue 9)
+@pytest.fixture
+def plain_truth(tmp_path: Path) -> tuple[Path, Path]:
+    """A truth JSON and its own trace as the rollout, built without the sandbox."""
+    from tests.contra.helpers import example_flow
+
+    flow = example_flow()
+    return write(tmp_path, "truth.json", flow.to_json()), write(tmp_path, "good.txt", render_trace(flow))
+
+
+def strict_json(text: str) -> dict:
+    def no_constant(name: str) -> None:
+        raise AssertionError(f"not strict JSON: {name}")
+
+    assert text.count("\n") == 1
+    return json.loads(text, parse_constant=no_constant)
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e400", "-5", "-0.001", "100.5", "abc", ""])
+def test_score_alpha_must_be_finite_and_in_range(capsys, plain_truth, value):
+    truth, good = plain_truth
+    rc, out, err = run(capsys, "score", "--rollout", good, "--truth", truth, f"--alpha={value}")
+    assert rc == 2 and out == ""
+    one_line_error(err)
+    assert "--alpha" in err
+
+
+@pytest.mark.parametrize("value", ["0", "0.5", "100"])
+def test_score_alpha_in_range_prints_strict_json(capsys, plain_truth, value):
+    truth, good = plain_truth
+    rc, out, _ = run(capsys, "score", "--rollout", good, "--truth", truth, "--alpha", value)
+    assert rc == 0
+    assert strict_json(out)["reward"] == pytest.approx(float(value) * 2 + 2)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1", "1e9"])
+def test_trace_timeout_must_be_finite_and_in_range(capsys, prog, value):
+    rc, out, err = run(capsys, "trace", "--code", prog, "--input", "[1], 1", f"--timeout={value}")
+    assert rc == 2 and out == ""
+    one_line_error(err)
+    assert "--timeout" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--temperature", "nan"),
+        ("--temperature", "inf"),
+        ("--runs", "1" + "0" * 400),
+        ("--runs", "-1"),
+        ("--seed", "x"),
+    ],
+)
+def test_eval_numeric_options_are_checked(capsys, option, value):
+    rc, out, err = run(capsys, "eval", "--model", "m", "--bench", "cruxeval", f"{option}={value}")
+    assert rc == 2 and out == ""
+    one_line_error(err)
+    assert option in err
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda d: d.pop("version"), "'version'"),
+        (lambda d: d.update(version=2), "'version'"),
+        (lambda d: d.update(version=0), "'version'"),
+        (lambda d: d.update(version="1"), "'version'"),
+        (lambda d: d.update(version=1.0), "'version'"),
+        (lambda d: d.update(version=True), "'version'"),
+        (lambda d: d.update(version=None), "'version'"),
+        (lambda d: d["blocks"][0].update(weight="1"), "'weight'"),
+        (lambda d: d["blocks"][0].update(weight=1.5), "'weight'"),
+        (lambda d: d["blocks"][0].update(weight=0), "weight"),
+        (lambda d: d["blocks"][0].update(locals=1), "'locals'"),
+        (lambda d: d.update(entry=["f"]), "'entry'"),
+        (lambda d: d.update(output="[0, 1,\u00a02]"), "truth"),
+    ],
+)
+def test_truth_file_is_checked(capsys, plain_truth, edit, field):
+    truth, good = plain_truth
+    d = json.loads(truth.read_text(encoding="utf-8"))
+    edit(d)
+    truth.write_text(json.dumps(d), encoding="utf-8")
+    rc, out, err = run(capsys, "score", "--rollout", good, "--truth", truth)
+    assert rc == 2 and out == ""
+    one_line_error(err)
+    assert str(truth) in err and field in err
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"version": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+def test_deeply_nested_truth_json_is_an_error_not_a_traceback(capsys, plain_truth, text):
+    truth, good = plain_truth
+    truth.write_text(text, encoding="utf-8")
+    rc, out, err = run(capsys, "score", "--rollout", good, "--truth", truth)
+    assert rc == 2 and out == ""
+    one_line_error(err)
+
+
+@pytest.mark.parametrize("reward", ["crm", "orm", "whitebox"])
+def test_huge_weights_score_as_strict_json(capsys, plain_truth, reward):
+    """A weight of 10**400 is an int like any other: the score is exact, printed as strict JSON."""
+    truth, good = plain_truth
+    d = json.loads(truth.read_text(encoding="utf-8"))
+    for b in d["blocks"]:
+        b["weight"] = 10**400
+    truth.write_text(json.dumps(d), encoding="utf-8")
+    rc, out, err = run(capsys, "score", "--rollout", good, "--truth", truth, "--reward", reward)
+    assert rc == 0, err
+    s = strict_json(out)
+    assert s["rcs"] == 1.0
+    if reward == "crm":
+        assert (s["r_proc"], s["reward"]) == (2.0, 4.0)
+
+
+def test_alpha_bound_is_the_reward_s():
+    from codethinker.rewards.crm import MAX_ALPHA, CRMConfig
+
+    assert f"0 to {MAX_ALPHA:g}" in CRMConfig.__dataclass_fields__["alpha"].metadata["help"]
+    CRMConfig(alpha=MAX_ALPHA)

@@ -1,8 +1,13 @@
 """Strict ConTra validator (SPEC §3, paper App. D.1): text -> parsed blocks, or the first rule broken.
 
-Nothing in model output is ever executed: LOCALS and the answer are read with
-``ast.literal_eval`` only, under size caps, so hostile text (huge literals, deep nesting,
-megabytes of junk) is rejected quickly with bounded memory. Rules, as ``reason`` codes:
+Nothing in model output is ever executed: LOCALS and the answer are read with the grammar of
+``ast.literal_eval`` only (:func:`~codethinker.contra.values.parse_literal`), under size caps, so
+hostile text (huge literals, deep nesting, megabytes of junk) is rejected quickly with bounded
+memory. Every pass over the text is linear in its length: no regex here can backtrack (each is
+anchored with no overlapping repeats), and white space is handled by ``str`` methods and one
+left-to-right scan (:func:`~codethinker.contra.values.lex`). White space counts only where
+Python's tokenizer allows it (``PY_SPACE``): ``{'a':\\xa01}`` is not a literal. Rules, as
+``reason`` codes:
 
 =================  ==============================================================
 ``too_long``       text, one LOCALS / RETURN body, or (against a truth) a LOCALS body more than
@@ -32,17 +37,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codethinker.contra.render import TAGS
-from codethinker.contra.tracer import Flow
-from codethinker.contra.values import parse_literal
+from codethinker.contra.tracer import Block, Flow
+from codethinker.contra.values import PY_SPACE, check_numbers, lex, literal_from_node, parse_literal
 
 __all__ = ["ParsedBlock", "Validation", "parse_trace", "prefix_score", "validate"]
 
 MAX_TRACE_CHARS = 2_000_000
 MAX_LITERAL_CHARS = 200_000
 _TAGSET = frozenset(TAGS)
-_STRING = re.compile(r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
-_PUNCT_SPACE = re.compile(r"\s+(?=[,:\[\]{}()])|(?<=[,:\[\]{}()])\s+")
-_LINENO = re.compile(r"\[LINENO (0|[1-9][0-9]{0,8})\] {4}(.*)\Z", re.S)
+_LINENO = re.compile(r"\[LINENO (0|[1-9][0-9]{0,8})\] {4}(.*)\Z", re.S)  # anchored, one greedy tail
+_SPACE_RUN = re.compile(f"[{PY_SPACE}]+")  # one character class repeated: a match never backtracks
+_NO_SPACE = str.maketrans("", "", PY_SPACE)
+_PUNCT = frozenset(",:[]{}()")  # one-character tokens that start or end no longer token
 
 
 @dataclass(frozen=True)
@@ -76,13 +82,21 @@ class _Eof(Exception):
     """Input ended inside a group (only an error for complete traces)."""
 
 
+def _args_dump(call: ast.Call) -> str | None:
+    """The call's arguments as one ``ast.dump`` (``None`` when nested past the recursion limit)."""
+    try:
+        return ast.dump(ast.Tuple([*call.args, *call.keywords], ast.Load()))
+    except (RecursionError, MemoryError):
+        return None
+
+
 @functools.lru_cache(maxsize=4096)
 def _call_args_dump(input_text: str) -> str | None:
     try:
         call = ast.parse(f"_f({input_text})", mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
-    return ast.dump(ast.Tuple([*call.args, *call.keywords], ast.Load())) if isinstance(call, ast.Call) else None
+    return _args_dump(call) if isinstance(call, ast.Call) else None
 
 
 def _parse_assert(line: str, entry: str | None, input_text: str | None = None) -> tuple[Any, str]:
@@ -90,10 +104,12 @@ def _parse_assert(line: str, entry: str | None, input_text: str | None = None) -
     call's arguments must be that input (same AST), so an assertion about another call earns nothing."""
     if len(line) > MAX_LITERAL_CHARS:
         raise _Fail("too_long", "RETURN longer than the cap")
+    stmt = line.strip(PY_SPACE)
     try:
-        tree = ast.parse(line.strip())
+        check_numbers(stmt)
+        tree = ast.parse(stmt)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        raise _Fail("return", "RETURN is not valid Python") from None
+        raise _Fail("return", "RETURN is not valid Python within the caps") from None
     ok = (
         len(tree.body) == 1
         and isinstance(node := tree.body[0], ast.Assert)
@@ -107,16 +123,18 @@ def _parse_assert(line: str, entry: str | None, input_text: str | None = None) -
     )
     if not ok:
         raise _Fail("return", f"RETURN must be one `assert {entry or 'f'}(...) == <literal>`")
-    if input_text is not None and ast.dump(ast.Tuple([*call.args, *call.keywords], ast.Load())) != _call_args_dump(
-        input_text
-    ):
-        raise _Fail("return", "the call in RETURN is not the given input")
+    if input_text is not None:
+        if (call.end_col_offset or 0) - call.col_offset > 16 * len(input_text) + 4096:  # UTF-8 bytes, 4x spacing
+            raise _Fail("return", "the call in RETURN is far longer than the given input")
+        given = _args_dump(call)  # linear in the call's size times its depth: both bounded here
+        if given is None or given != _call_args_dump(input_text):
+            raise _Fail("return", "the call in RETURN is not the given input")
     right = cmp.comparators[0]
     try:
-        value = ast.literal_eval(right)
+        value = literal_from_node(right)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise _Fail("return", "the right side of == is not a literal") from None
-    raw = line.strip().encode()  # col offsets are UTF-8 byte offsets
+    raw = stmt.encode()  # col offsets are UTF-8 byte offsets
     return value, raw[right.col_offset : right.end_col_offset].decode(errors="replace")
 
 
@@ -194,10 +212,10 @@ def _scan(
             elif tag == "[RETURN]":
                 if not blocks:
                     raise _Fail("structure", "[RETURN] before any block")
-                ret = [ln for ln in body("[/RETURN]") if ln.strip()]
+                ret = [ln for ln in body("[/RETURN]") if ln.strip(PY_SPACE)]
                 if len(ret) != 1:
                     raise _Fail("return", f"RETURN holds {len(ret)} non-empty lines, expected 1")
-                if known is not None and ret[0].strip() == known[0]:
+                if known is not None and ret[0].strip(PY_SPACE) == known[0]:
                     value, answer_text = known[1], known[2]
                 else:
                     value, answer_text = _parse_assert(ret[0], entry, input_text)
@@ -216,17 +234,35 @@ def _scan(
 
 
 def _compact(text: str) -> str:
-    """``text`` without white space next to ``, : [ ] { } ( )`` outside string literals.
+    """``text`` without white space next to ``, : [ ] { } ( )`` outside string literals, and every
+    other run of white space outside them as one space; one left-to-right pass (linear).
 
     Two texts with the same compact form tokenize alike, so when one is a valid literal the other
     is the same literal: a LOCALS body that differs from the truth's only in such spacing is equal
-    to it without being parsed. Anything else (other quotes, other numbers) falls back to parsing.
+    to it without being parsed. White space inside a number (``1 000``) or a string, or characters
+    Python does not take for white space (``\\xa0``), survive in the compact form, so such a
+    text falls back to parsing, which rejects it. A text with no compact form (a comment, a
+    backslash outside strings, an unterminated string, an f-string) gets one equal to no truth's.
     """
-    parts = _STRING.split(text.strip())
-    outside = "".join(parts[::2])
-    if "'" in outside or '"' in outside or "\\" in outside:  # a quote no string literal closes (a raw
-        return "\0" + text  # newline inside one, say): no compact form, so never equal to a truth's
-    return "".join(p if i % 2 else _PUNCT_SPACE.sub("", p) for i, p in enumerate(parts))
+    body = text.strip(PY_SPACE)
+    try:
+        spans = lex(body)
+    except ValueError:
+        return "\0" + text
+    out: list[str] = []
+    for kind, start, end in spans:
+        if kind == "str":
+            out.append(body[start:end])
+            continue
+        if kind != "code" or body.find("\\", start, end) >= 0:
+            return "\0" + text
+        i = start
+        for m in _SPACE_RUN.finditer(body, start, end):  # body is stripped: a run has text on both sides
+            out.append(body[i : m.start()])
+            out.append("" if body[m.start() - 1] in _PUNCT or body[m.end()] in _PUNCT else " ")
+            i = m.end()
+        out.append(body[i:end])
+    return "".join(out)
 
 
 _compact_truth = functools.lru_cache(maxsize=16384)(_compact)
@@ -235,7 +271,12 @@ _compact_truth = functools.lru_cache(maxsize=16384)(_compact)
 @functools.lru_cache(maxsize=16384)
 def _squeeze_truth(text: str) -> str:
     """The truth's LOCALS without any white space: a cheap test before :func:`_compact`."""
-    return "".join(text.split())
+    return text.translate(_NO_SPACE)
+
+
+def _respaced(text: str, truth_text: str) -> bool:
+    """Whether ``text`` is ``truth_text`` with only token-preserving changes of white space."""
+    return text.translate(_NO_SPACE) == _squeeze_truth(truth_text) and _compact(text) == _compact_truth(truth_text)
 
 
 def _literal_locals(block: ParsedBlock) -> dict[str, Any] | None:
@@ -244,6 +285,14 @@ def _literal_locals(block: ParsedBlock) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if type(value) is dict else None
+
+
+def _truth_locals(pb: ParsedBlock, tb: Block) -> dict[str, Any] | None:
+    """``pb``'s LOCALS read against the truth block ``tb``: the truth's own dict when the text is
+    the truth's up to spacing (the fast path), else the parsed dict; ``None`` if not a dict literal."""
+    if pb.locals_text == tb.locals_text or _respaced(pb.locals_text, tb.locals_text):
+        return tb.locals
+    return _literal_locals(pb)
 
 
 def _check_truth(v: Validation, flow: Flow, partial: bool) -> Validation:
@@ -261,18 +310,11 @@ def _check_truth(v: Validation, flow: Flow, partial: bool) -> Validation:
         for k, src in enumerate(pb.code):
             if src.strip() != flow.lines[pb.start + k].strip():
                 return Validation(False, "code", f"LINENO {pb.start + k} differs from the source", v.blocks)
-        if pb.locals_text == tb.locals_text:
-            loc = tb.locals
-        elif len(pb.locals_text) > 4 * len(tb.locals_text) + 4096:  # bounds parsing work by the truth's size
+        if len(pb.locals_text) > 4 * len(tb.locals_text) + 4096:  # bounds parsing work by the truth's size
             return Validation(False, "too_long", f"block {i}: LOCALS far longer than the truth's", v.blocks)
-        elif "".join(pb.locals_text.split()) == _squeeze_truth(tb.locals_text) and _compact(
-            pb.locals_text
-        ) == _compact_truth(tb.locals_text):
-            loc = tb.locals
-        else:
-            loc = _literal_locals(pb)
-            if loc is None:
-                return Validation(False, "locals", f"block {i}: LOCALS is not a dict literal", v.blocks)
+        loc = _truth_locals(pb, tb)
+        if loc is None:
+            return Validation(False, "locals", f"block {i}: LOCALS is not a dict literal", v.blocks)
         parsed.append(ParsedBlock(pb.start, pb.end, pb.code, pb.thought, pb.locals_text, loc))
     return Validation(v.ok, None, "", tuple(parsed), v.answer, v.answer_text, v.complete)
 

@@ -11,6 +11,13 @@ for everything else (functions, iterators, objects, ``nan``/``inf``, cycles).
 ``1``, ``True`` and ``1.0`` are three different values; floats compare with
 ``math.isclose(rel_tol=1e-6, abs_tol=1e-9)``; everything else exactly.
 
+``parse_literal`` reads model output with the grammar of ``ast.literal_eval`` and work linear in
+the text: white space only where Python's tokenizer allows it (``PY_SPACE``; ``\\xa0`` or
+``\\v`` are not white space), no decimal number longer than ``MAX_INT_DIGITS`` digits (CPython
+converts those in quadratic time when ``sys.set_int_max_str_digits(0)`` is in force), and no
+set or dict with more than ``MAX_SAME_HASH`` members of one hash value (building one is
+quadratic in them). ``lex`` finds string literals and comments in one left-to-right pass.
+
 >>> from collections import Counter, deque
 >>> canonicalize({"c": Counter("aab"), "q": deque([1, 2])})
 {'c': {'a': 2, 'b': 1}, 'q': [1, 2]}
@@ -23,9 +30,23 @@ from __future__ import annotations
 import ast
 import collections
 import math
-from typing import Any
+import re
+from typing import Any, NoReturn
 
-__all__ = ["NoLiteral", "canonicalize", "literal_repr", "parse_call_args", "parse_literal", "strict_equal"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "MAX_SAME_HASH",
+    "PY_SPACE",
+    "NoLiteral",
+    "canonicalize",
+    "check_numbers",
+    "lex",
+    "literal_from_node",
+    "literal_repr",
+    "parse_call_args",
+    "parse_literal",
+    "strict_equal",
+]
 
 _SCALARS = (type(None), bool, int, str, bytes, complex)
 MAX_DEPTH = 100  # deeper values are treated as having no literal form
@@ -63,10 +84,13 @@ def canonicalize(value: Any, _depth: int = 0, _path: frozenset[int] = frozenset(
         return [canonicalize(v, d, path) for v in value]
     if t is tuple:
         return tuple(canonicalize(v, d, path) for v in value)
-    if t is set or t is frozenset:
-        return {canonicalize(v, d, path) for v in value}
-    if t in (dict, collections.Counter, collections.OrderedDict, collections.defaultdict):
-        return {canonicalize(k, d, path): canonicalize(v, d, path) for k, v in dict.items(value)}
+    try:  # a frozenset element or key canonicalizes to an unhashable set: no literal form
+        if t is set or t is frozenset:
+            return {canonicalize(v, d, path) for v in value}
+        if t in (dict, collections.Counter, collections.OrderedDict, collections.defaultdict):
+            return {canonicalize(k, d, path): canonicalize(v, d, path) for k, v in dict.items(value)}
+    except TypeError as exc:
+        raise NoLiteral(f"{t.__name__} holds a value with no hashable literal form ({exc})") from None
     raise NoLiteral(f"{t.__name__} has no literal form")
 
 
@@ -79,16 +103,174 @@ def literal_repr(value: Any) -> str:
         raise NoLiteral(str(exc)) from exc
 
 
+PY_SPACE = " \t\f\r\n"  # the characters Python's tokenizer skips between tokens (\v, \xa0 are errors)
+MAX_INT_DIGITS = 4300  # CPython's default int max str digits: every truth value's ints fit
+MAX_SAME_HASH = 32  # members of one set or dict that may share a hash value
+
+_SPECIAL = re.compile(r"['\"#]")  # where a string literal or a comment may start
+_STRING_END = {
+    "'": re.compile(r"[\\'\r\n]"),
+    '"': re.compile(r'[\\"\r\n]'),
+    "'''": re.compile(r"\\|'''"),
+    '"""': re.compile(r'\\|"""'),
+}
+_EOL = re.compile(r"[\r\n]")
+_DIGITS = re.compile(r"[0-9][0-9_]*")
+_PREFIX = frozenset("rRbBuUfF")
+
+
+def _is_name_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_" or ord(ch) > 127
+
+
+def _string_prefix(text: str, quote: int) -> str:
+    """The letters before ``text[quote]`` that Python reads as a string prefix (``rb``, ``f``...)."""
+    start = quote
+    while start > 0 and quote - start < 3 and _is_name_char(text[start - 1]):
+        start -= 1
+    prefix = text[start:quote]
+    if len(prefix) > 2 or (start > 0 and _is_name_char(text[start - 1])) or not set(prefix) <= _PREFIX:
+        return ""  # a name followed by a string: a syntax error, not a prefix
+    return prefix
+
+
+def _string_end(text: str, quote: int) -> int:
+    """End of the string literal whose quote starts at ``text[quote]``; ``ValueError`` if unterminated.
+
+    Python's rule for every kind of string (raw ones too): a backslash takes the next character (a
+    CRLF counts as one) with it; a one-quote string may not hold a raw line end.
+    """
+    delim = text[quote] * 3 if text.startswith(text[quote] * 3, quote) else text[quote]
+    find = _STRING_END[delim]
+    i = quote + len(delim)
+    while (m := find.search(text, i)) is not None:
+        c = m.group()
+        if c == "\\":
+            i = m.end() + (2 if text.startswith("\r\n", m.end()) else 1)
+        elif c in "\r\n":
+            break
+        else:
+            return m.end()
+    raise ValueError("not a literal: unterminated string literal")
+
+
+def lex(text: str) -> list[tuple[str, int, int]]:
+    """``(kind, start, end)`` spans covering ``text`` in order, ``kind`` one of ``code``, ``str`` (a
+    string literal, without its prefix letters), ``fstr`` (an f-string) or ``comment``; one pass,
+    linear in ``len(text)``. Raises ``ValueError`` for an unterminated string literal.
+
+    >>> lex("{'a': 1}  # x")
+    [('code', 0, 1), ('str', 1, 4), ('code', 4, 10), ('comment', 10, 13)]
+    """
+    spans: list[tuple[str, int, int]] = []
+    i = 0
+    while (m := _SPECIAL.search(text, i)) is not None:
+        at = m.start()
+        if at > i:
+            spans.append(("code", i, at))
+        if m.group() == "#":
+            eol = _EOL.search(text, at)
+            i = eol.start() if eol is not None else len(text)
+            spans.append(("comment", at, i))
+            continue
+        i = _string_end(text, at)
+        spans.append(("fstr" if "f" in _string_prefix(text, at).lower() else "str", at, i))
+    if i < len(text):
+        spans.append(("code", i, len(text)))
+    return spans
+
+
+def check_numbers(text: str) -> None:
+    """``ValueError`` if Python would read a decimal number of more than ``MAX_INT_DIGITS`` digits
+    in ``text`` (or ``text`` holds an unterminated string). Conservative: any run of digits outside
+    strings and comments counts (in a name or a hex number too), and from the first f-string on,
+    digits count wherever they stand, since the expressions inside one are parsed as code."""
+    for kind, start, end in lex(text):
+        if kind == "fstr":
+            end = len(text)
+        elif kind != "code":
+            continue
+        for m in _DIGITS.finditer(text, start, end):
+            if m.end() - m.start() > MAX_INT_DIGITS and len(m.group().replace("_", "")) > MAX_INT_DIGITS:
+                raise ValueError(f"not a literal: a number of more than {MAX_INT_DIGITS} digits")
+        if kind == "fstr":
+            return
+
+
+def _malformed(node: ast.AST) -> NoReturn:
+    raise ValueError(f"not a literal: {type(node).__name__}")
+
+
+def _number(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex):
+        return node.value
+    _malformed(node)
+
+
+def _signed(node: ast.AST) -> Any:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd | ast.USub):
+        value = _number(node.operand)
+        return +value if isinstance(node.op, ast.UAdd) else -value
+    return _number(node)
+
+
+def _hash_spread(members: list[Any]) -> list[Any]:
+    """``members`` unchanged, or ``ValueError`` when more than ``MAX_SAME_HASH`` share a hash value
+    (or ``TypeError`` for an unhashable one). Counting hash values is linear: distinct hash values,
+    being ints below 2**61 - 1, hash to themselves."""
+    if len(members) > MAX_SAME_HASH:
+        counts = collections.Counter(hash(m) for m in members)
+        if max(counts.values()) > MAX_SAME_HASH:
+            raise ValueError(f"not a literal: more than {MAX_SAME_HASH} members with one hash value")
+    return members
+
+
+def literal_from_node(node: ast.AST) -> Any:
+    """The value of a literal expression node: exactly the forms ``ast.literal_eval`` accepts
+    (constants, tuples, lists, sets, ``set()``, dicts, signed numbers, ``a + bj``), with
+    :func:`_hash_spread` guarding every set and dict. Raises ``ValueError`` or ``TypeError``."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Tuple):
+        return tuple([literal_from_node(e) for e in node.elts])
+    if isinstance(node, ast.List):
+        return [literal_from_node(e) for e in node.elts]
+    if isinstance(node, ast.Set):
+        return set(_hash_spread([literal_from_node(e) for e in node.elts]))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "set":
+        if node.args or node.keywords:
+            _malformed(node)
+        return set()
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):  # ``**mapping``
+            _malformed(node)
+        keys = _hash_spread([literal_from_node(k) for k in node.keys if k is not None])
+        return dict(zip(keys, [literal_from_node(v) for v in node.values], strict=True))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        left, right = _signed(node.left), _number(node.right)
+        if type(left) in (int, float) and type(right) is complex:
+            return left + right if isinstance(node.op, ast.Add) else left - right
+        _malformed(node)
+    return _signed(node)
+
+
 def parse_literal(text: str, max_chars: int = 1_000_000) -> Any:
-    """``ast.literal_eval`` with a size bound; raises ``ValueError`` on anything else.
+    """A literal read from ``text`` (outer ``PY_SPACE`` ignored) with the grammar of
+    ``ast.literal_eval`` and the bounds of the module docstring; ``ValueError`` on anything else.
 
     Never executes code; deep nesting, huge numbers and junk all become ``ValueError``.
     """
     if len(text) > max_chars:
         raise ValueError(f"literal longer than {max_chars} characters")
+    body = text.strip(PY_SPACE)
+    check_numbers(body)
     try:
-        return ast.literal_eval(text.strip())
-    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError, AttributeError) as exc:
+        tree = ast.parse(body, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"not a literal: {type(exc).__name__}") from None
+    try:
+        return literal_from_node(tree.body)
+    except (TypeError, MemoryError, RecursionError) as exc:  # ValueErrors say why already
         raise ValueError(f"not a literal: {type(exc).__name__}") from None
 
 
@@ -103,7 +285,11 @@ def _key_sig(k: Any) -> Any:
 
 
 def strict_equal(a: Any, b: Any) -> bool:
-    """Type-strict, element-by-element equality; floats with ``math.isclose``."""
+    """Type-strict, element-by-element equality; floats with ``math.isclose``.
+
+    Hash tables are built from ``b`` only (the reward passes the truth there) and ``a``'s members
+    are only looked up, so members of ``a`` that all hash alike cost linear time, not quadratic.
+    """
     if a is b:  # literal values hold no nan, so an object equals itself
         return True
     ta = type(a)
@@ -126,8 +312,11 @@ def strict_equal(a: Any, b: Any) -> bool:
             if sig not in bmap or not strict_equal(v, bmap[sig]):
                 return False
         return True
-    if ta is set or ta is frozenset:
-        return len(a) == len(b) and {_key_sig(x) for x in a} == {_key_sig(x) for x in b}
+    if ta is set or ta is frozenset:  # a set's members differ, so their signatures do: a bijection
+        if len(a) != len(b):
+            return False
+        bsigs = {_key_sig(x) for x in b}
+        return all(_key_sig(x) in bsigs for x in a)
     try:
         return bool(a == b)
     except Exception:
@@ -147,6 +336,7 @@ def parse_call_args(text: str, max_chars: int = 1_000_000) -> tuple[tuple[Any, .
     """
     if len(text) > max_chars:
         raise ValueError(f"input longer than {max_chars} characters")
+    check_numbers(text)
     try:
         node = ast.parse(f"_f({text})", mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
@@ -158,14 +348,14 @@ def parse_call_args(text: str, max_chars: int = 1_000_000) -> tuple[tuple[Any, .
         for a in node.args:
             if isinstance(a, ast.Starred):
                 raise ValueError("starred arguments are not supported")
-            args.append(ast.literal_eval(a))
+            args.append(literal_from_node(a))
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
                 raise ValueError("**kwargs are not supported")
             if kw.arg in kwargs:
                 raise ValueError(f"keyword argument repeated: {kw.arg}")
-            kwargs[kw.arg] = ast.literal_eval(kw.value)
+            kwargs[kw.arg] = literal_from_node(kw.value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
         raise ValueError(f"input arguments must be literals: {exc}") from None
     return tuple(args), kwargs

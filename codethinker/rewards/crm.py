@@ -12,6 +12,10 @@ d_t; ``gate=False`` -> R = alpha*R_proc + R_res; ``orm=False`` -> R = alpha*R_pr
 ``ccw=False`` -> w_t = 1. The paper's "w/o RCC" is read as ``gate=False`` (docs/decisions.md).
 RCS = share of blocks before the first wrong one (0 when the format is broken).
 
+``CRMConfig`` checks itself: switches are ``bool`` and ``alpha`` a finite number in
+``[0, MAX_ALPHA]``, so a reward is always a finite float. The weighted sum is computed in exact
+integer arithmetic, so truth weights of any size (``10**400``) give a correct ``R_proc``.
+
 >>> from codethinker.contra.tracer import Flow
 >>> from codethinker.contra.render import render_trace
 >>> flow = Flow.from_json('{"entry": "f", "input": "1", "code": "def f(x):\\\\n    return x\\\\n",'
@@ -22,15 +26,18 @@ RCS = share of blocks before the first wrong one (0 when the format is broken).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from codethinker.contra.tracer import Flow
 from codethinker.contra.validate import validate
 from codethinker.contra.values import strict_equal
 
-__all__ = ["CRMConfig", "compute_score", "crm_reward", "crm_score", "rcs"]
+__all__ = ["MAX_ALPHA", "CRMConfig", "compute_score", "crm_reward", "crm_score", "rcs"]
+
+MAX_ALPHA = 100.0  # alpha beyond this would drown R_res (the paper uses 1)
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,18 @@ class CRMConfig:
     gate: bool = field(default=True, metadata={"help": "Pay R_res only when R_proc == 2 (off: always)."})
     orm: bool = field(default=True, metadata={"help": "Pay the result reward R_res (w/o ORM: R = alpha*R_proc)."})
     ccw: bool = field(default=True, metadata={"help": "Weight blocks by cyclomatic complexity (off: w_t = 1)."})
-    alpha: float = field(default=1.0, metadata={"help": "Weight of R_proc in R."})
+    alpha: float = field(default=1.0, metadata={"help": f"Weight of R_proc in R (finite, 0 to {MAX_ALPHA:g})."})
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "alpha":
+                if type(value) not in (int, float):
+                    raise ValueError(f"CRM alpha must be a number, got {type(value).__name__}")
+                if not (math.isfinite(value) and 0 <= value <= MAX_ALPHA):
+                    raise ValueError(f"CRM alpha must be a finite number in [0, {MAX_ALPHA:g}], got {value!r}")
+            elif type(value) is not bool:
+                raise ValueError(f"CRM switch {f.name} must be true or false, got {value!r}")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> CRMConfig:
@@ -85,14 +103,15 @@ def crm_score(solution_str: str, flow: Flow, config: CRMConfig = CRMConfig()) ->
         }
     deltas = [int(strict_equal(pb.locals, tb.locals)) for pb, tb in zip(v.blocks, flow.blocks, strict=True)]
     weights = flow.weights if config.ccw else [1] * n
-    total, prod = 0.0, 1
+    total, prod = 0, 1  # ints: exact for weights of any size
     for d, w in zip(deltas, weights, strict=True):
         prod = prod * d if config.prefix else d
         total += w * prod
-    r_proc = 2.0 * total / sum(weights)
+    total_weight = sum(weights)
+    r_proc = 2 * total / total_weight  # int / int is correctly rounded, never an OverflowError
     answer_ok = int(strict_equal(v.answer, flow.output))
     r_res = 2.0 * answer_ok
-    full = r_proc == 2.0
+    full = total == total_weight  # exact: R_proc may round to 2.0 with one light block wrong
     if not config.prm:
         reward = r_res if config.orm else 0.0
     else:

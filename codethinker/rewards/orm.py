@@ -20,7 +20,7 @@ from typing import Any
 
 from codethinker.contra.tracer import Flow
 from codethinker.contra.validate import _Fail, _parse_assert, validate
-from codethinker.contra.values import strict_equal
+from codethinker.contra.values import PY_SPACE, strict_equal
 
 __all__ = ["compute_score", "orm_reward", "orm_score", "parse_vanilla"]
 
@@ -39,7 +39,7 @@ def parse_vanilla(text: str, entry: str, input_text: str | None = None) -> tuple
     inner = lines[1:k] + lines[k + 2 : -1]
     if k + 1 >= len(lines) - 1 or lines[k + 1] != "[ANSWER]" or any(ln.strip() in _TAGS for ln in inner):
         return False, None, "structure"
-    answer = [ln for ln in lines[k + 2 : -1] if ln.strip()]
+    answer = [ln for ln in lines[k + 2 : -1] if ln.strip(PY_SPACE)]
     if len(answer) != 1:
         return False, None, "return"
     try:

@@ -20,10 +20,14 @@ Rollout format: vanilla tracing plus a ``[WHITEBOX]`` group of ``Qi: <answer>`` 
     [ANSWER]
     assert f(1) == 3
     [/ANSWER]
+
+``a`` must be a finite number in [0, 1] and ``k`` an int in [1, MAX_QUESTIONS] (answers are
+numbered ``Q1`` to ``Q999``); anything else is a ``ValueError``.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,9 +37,26 @@ from codethinker.contra.tracer import Flow
 from codethinker.contra.values import parse_literal, strict_equal
 from codethinker.rewards.orm import MAX_CHARS, parse_vanilla
 
-__all__ = ["Question", "compute_score", "whitebox_questions", "whitebox_reward", "whitebox_score"]
+__all__ = [
+    "MAX_QUESTIONS",
+    "Question",
+    "check_params",
+    "compute_score",
+    "whitebox_questions",
+    "whitebox_reward",
+    "whitebox_score",
+]
 
-_ANSWER = re.compile(r"Q(\d{1,3}):[ \t]*(.*)\Z")
+_ANSWER = re.compile(r"Q(\d{1,3}):[ \t]*(.*)\Z")  # matched on one stripped line: linear
+MAX_QUESTIONS = 999
+
+
+def check_params(a: float, k: int) -> None:
+    """``ValueError`` unless ``a`` is a finite number in [0, 1] and ``k`` an int in [1, MAX_QUESTIONS]."""
+    if type(a) not in (int, float) or not (math.isfinite(a) and 0 <= a <= 1):
+        raise ValueError(f"whitebox a must be a finite number in [0, 1], got {a!r}")
+    if type(k) is not int or not 1 <= k <= MAX_QUESTIONS:
+        raise ValueError(f"whitebox k must be an int in [1, {MAX_QUESTIONS}], got {k!r}")
 
 
 @dataclass(frozen=True)
@@ -82,6 +103,8 @@ def _answers(text: str) -> tuple[str, dict[int, str]]:
 
 
 def whitebox_score(solution_str: str, flow: Flow, a: float = 0.5, k: int = 6) -> dict[str, Any]:
+    """Score one rollout; ``a`` and ``k`` are checked by :func:`check_params`."""
+    check_params(a, k)
     rest, answers = _answers(solution_str)
     fmt, answer, reason = parse_vanilla(rest, flow.entry, flow.input)
     io = int(fmt and strict_equal(answer, flow.output))

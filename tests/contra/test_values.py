@@ -311,3 +311,22 @@ class TestParseCallArgs:
         args, kwargs = parse_call_args(text)
         assert kwargs == {}
         assert strict_equal(list(args), values)
+
+
+class TestCanonicalizeUnhashable:
+    """A frozenset inside a set or as a dict key has no literal form (``frozenset(...)`` is a call):
+    canonicalize says so with NoLiteral instead of leaking a TypeError into the tracer's batch."""
+
+    @pytest.mark.parametrize(
+        "value",
+        [{frozenset({1})}, {frozenset(): 1}, frozenset({frozenset({2})}), [{(1, frozenset({3}))}], {(frozenset(),): 0}],
+    )
+    def test_nested_frozenset_is_no_literal(self, value):
+        with pytest.raises(NoLiteral):
+            canonicalize(value)
+        with pytest.raises(NoLiteral):
+            literal_repr(value)
+
+    def test_plain_frozenset_and_tuple_keys_still_canonicalize(self):
+        assert canonicalize(frozenset({1, 2})) == {1, 2}
+        assert canonicalize({(1, 2): {3}}) == {(1, 2): {3}}

@@ -269,3 +269,59 @@ class TestComputeScore:
 
 def test_example_locals_constant_is_consistent():
     assert [b.locals for b in FLOW.blocks] == EXAMPLE_LOCALS
+
+
+# --------------------------------------------------------------------------- config checks, exact weights
+@pytest.mark.parametrize(
+    "switches",
+    [
+        {"alpha": float("nan")},
+        {"alpha": float("inf")},
+        {"alpha": -float("inf")},
+        {"alpha": -5},
+        {"alpha": -1e-9},
+        {"alpha": 100.5},
+        {"alpha": "1"},
+        {"alpha": True},
+        {"alpha": None},
+        {"gate": "no"},
+        {"prm": 0},
+        {"ccw": None},
+    ],
+)
+def test_config_rejects_non_finite_and_out_of_range_values(switches):
+    with pytest.raises(ValueError, match=next(iter(switches))):
+        CRMConfig(**switches)
+    with pytest.raises(ValueError):
+        CRMConfig.from_dict(switches)
+    with pytest.raises(ValueError):
+        compute_score("d", GOOD, FLOW.to_json(), {"crm": switches})
+
+
+@pytest.mark.parametrize("alpha", [0, 0.0, 1, 0.5, 100.0])
+def test_config_accepts_finite_alpha_in_range(alpha):
+    assert CRMConfig(alpha=alpha).alpha == alpha
+    assert math.isfinite(crm_score(GOOD, FLOW, CRMConfig(alpha=alpha))["reward"])
+
+
+def huge_weight_flow(weights: list[int]):
+    d = json.loads(FLOW.to_json())
+    for b, w in zip(d["blocks"], weights, strict=True):
+        b["weight"] = w
+    return d
+
+
+def test_huge_truth_weights_score_exactly():
+    """Weights are ints of any size: no OverflowError, and the gate is exact."""
+    from codethinker.contra.tracer import Flow
+
+    flow = Flow.from_dict(huge_weight_flow([10**400, 10**400, 10**400, 10**400]))
+    out = crm_score(GOOD, flow)
+    assert (out["r_proc"], out["reward"]) == (2.0, 4.0)
+    out = crm_score(WRONG_B3_B4, flow)
+    assert out["r_proc"] == pytest.approx(1.0) and out["reward"] == pytest.approx(1.0)
+    # one light block wrong: R_proc rounds to 2.0 in floating point, yet the gate stays closed
+    flow = Flow.from_dict(huge_weight_flow([10**400, 10**400, 10**400, 1]))
+    out = crm_score(set_locals(GOOD, 3, "{}"), flow)
+    assert out["deltas"] == [1, 1, 1, 0] and out["r_proc"] == 2.0
+    assert out["reward"] == 2.0  # alpha * R_proc only: R_res is gated

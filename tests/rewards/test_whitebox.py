@@ -124,3 +124,22 @@ class TestWhitebox:
         out = compute_score("d", rollout(["2", "int", "3"]), FLOW.to_json(), None)
         assert out == pytest.approx({"score": 1.5, "fmt": 1, "answer_ok": 1, "wb_acc": 0.5})
         assert all(isinstance(v, int | float) and not isinstance(v, bool) for v in out.values())
+
+
+@pytest.mark.parametrize(
+    ("a", "k"),
+    [
+        (float("nan"), 6),
+        (float("inf"), 6),
+        (-0.5, 6),
+        (1.5, 6),
+        ("0.5", 6),
+        (True, 6),
+        (0.5, 0),
+        (0.5, 1000),
+        (0.5, 2.0),
+    ],
+)
+def test_parameters_are_checked(a, k):
+    with pytest.raises(ValueError, match="whitebox"):
+        whitebox_score(rollout(ALL_RIGHT), FLOW, a=a, k=k)
