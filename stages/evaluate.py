@@ -4,7 +4,8 @@ reachable), ``runs`` sampled runs each; pass@1 (mean, std), RCS, format rate, th
     python -m stages.evaluate --model base     # or: dvc repro evaluate@base (one stage per model)
 
 Reads ``params.yaml: evaluate`` (``models.<name>``: model folder or hub id, optional LoRA
-adapter, prompt format; ``runs``, ``temperature``, ``max_tokens``, ``engine``) and the
+adapter, prompt format; ``runs``, ``temperature``, ``max_tokens``, ``engine``: vLLM's settings, on
+CPU an absolute ``kv_cache_gib``, see docs/evaluation.md) and the
 ``eval_truth`` stage's truth files. Writes ``data/eval/<name>/<bench>.jsonl`` (every generation,
 judged), ``metrics/eval/<name>/<bench>.json`` (DVC metrics) and logs both to MLflow (child run
 ``evaluate@<name>``). ``codethinker report`` turns the metrics into the paper's tables.
@@ -17,6 +18,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from codethinker.engines.kv_cache import KVCacheError
 from codethinker.evaluation.benchmarks import BENCHMARKS, load_traced
 from codethinker.evaluation.harness import ModelSpec, eval_config, evaluate_model, model_problem
 from codethinker.params import by_profile, load_section
@@ -86,15 +88,19 @@ def main(argv: list[str] | None = None) -> None:
                 "eval.profile": run_params["profile"],
             }
         )
-        results = evaluate_model(
-            spec,
-            benchmarks(),
-            config,
-            backend=backend,
-            engine_options=engine,
-            pred_dir=pred_dir,
-            metrics_dir=metrics_dir,
-        )
+        try:
+            results = evaluate_model(
+                spec,
+                benchmarks(),
+                config,
+                backend=backend,
+                engine_options=engine,
+                engine_params_at="evaluate.engine",
+                pred_dir=pred_dir,
+                metrics_dir=metrics_dir,
+            )
+        except KVCacheError as exc:  # the machine cannot give the KV cache the params ask for
+            raise SystemExit(f"evaluate@{spec.name}: {exc}") from None
         for bench, m in results.items():
             if m.get("skipped"):
                 run.set_tags({f"{bench}.skipped": m["skipped"]})

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from codethinker.data.io import write_json
+from codethinker.engines.kv_cache import KVCacheError
 from codethinker.params import load_params, load_section
 from codethinker.tracking import stage_run
 from codethinker.training.common import resolve_profile
@@ -42,7 +43,10 @@ def main() -> None:
 
             if not (out / "checkpoints").exists():
                 PLOT.unlink(missing_ok=True)  # a fresh run starts a fresh curve; a resumed one continues it
-            metrics = run_grpo_local(model, data, out, p, run=run, plot_csv=PLOT)
+            try:
+                metrics = run_grpo_local(model, data, out, p, run=run, plot_csv=PLOT)
+            except KVCacheError as exc:  # the machine cannot give the rollout engine's KV cache
+                raise SystemExit(f"grpo: {exc}") from None
         else:
             raise SystemExit(f"grpo.backend must be local or verl, got {p.backend!r}")
         run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})

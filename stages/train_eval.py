@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codethinker.data.io import write_json
+from codethinker.engines.kv_cache import KVCacheError
 from codethinker.params import load_params, load_section
 from codethinker.tracking import stage_run
 from codethinker.training.common import from_dict, resolve_profile
@@ -34,7 +35,10 @@ def main() -> None:
     p = from_dict(EvalParams, section)
     rows, _ = load_grpo_rows(data)
     with stage_run("train_eval", {"models": models, **section}) as run:
-        result = run_train_eval(models, rows, p)
+        try:
+            result = run_train_eval(models, rows, p)
+        except KVCacheError as exc:  # the machine cannot give the engine's KV cache
+            raise SystemExit(f"train_eval: {exc}") from None
         run.log_metrics(result)
     write_json(METRICS, result)
     cols = ("fmt_rate", "reward", "rcs", "answer_acc", "response_tokens")

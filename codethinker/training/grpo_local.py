@@ -173,6 +173,9 @@ def make_grpo_trainer(
         seed=p.seed,
         max_model_len=p.max_model_len,
         gpu_memory_utilization=p.vllm_gpu_memory_utilization,
+        kv_cache_gib=p.vllm_kv_cache_gib,
+        max_num_seqs=p.rollout_seqs,
+        kv_params=p.kv_params(),
     )
     truths = {prompt_key(row["prompt"]): row["truth"] for row in rows}
     rollout = Rollout(kind, eng, tok, truths, r, adapter_root=ck / "rollout_adapters", seed=p.seed)

@@ -61,9 +61,16 @@ def make_engine(
     max_lora_rank: int = 16,
     max_model_len: int = 4096,
     gpu_memory_utilization: float | None = None,
+    kv_cache_gib: float | str | None = "auto",
+    max_num_seqs: int | None = None,
+    kv_params: Any = None,
     seed: int = 0,
 ) -> tuple[str, Any]:
-    """``(kind, engine)`` for ``vllm`` / ``hf`` / ``auto`` (vLLM when it is installed)."""
+    """``(kind, engine)`` for ``vllm`` / ``hf`` / ``auto`` (vLLM when it is installed).
+
+    vLLM's CPU build gets a KV cache of ``kv_cache_gib`` (``auto``: room for ``max_num_seqs``
+    sequences of ``max_model_len`` tokens; :mod:`codethinker.engines.kv_cache`), ``kv_params``
+    (a :class:`~codethinker.engines.kv_cache.KVParamNames`) names the params in its errors."""
     if kind == "auto":
         try:
             import vllm  # noqa: F401
@@ -80,6 +87,9 @@ def make_engine(
             max_lora_rank=max_lora_rank,
             max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization,
+            kv_cache_gib=kv_cache_gib,
+            max_num_seqs=max_num_seqs,
+            kv_params=kv_params,
             seed=seed,
         )
         return kind, eng

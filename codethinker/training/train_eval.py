@@ -18,6 +18,8 @@ from typing import Any
 
 __all__ = ["EvalParams", "evaluate_engine", "run_train_eval"]
 
+MAX_SEQS = 256  # vLLM's CPU default for max_num_seqs: the most sequences an engine runs at once
+
 
 @dataclass
 class EvalParams:
@@ -27,8 +29,31 @@ class EvalParams:
     samples: int = field(default=1, metadata={"help": "responses per prompt"})
     engine: str = field(default="auto", metadata={"help": "vllm | hf | auto"})
     max_model_len: int = field(default=4096, metadata={"help": "vLLM context"})
+    kv_cache_gib: float | str | None = field(
+        default="auto",
+        metadata={
+            "help": "KV cache of the vLLM CPU build, in GiB: auto = room for every prompt x samples at once "
+            "(at most 256 sequences) of max_model_len tokens (from the model's config.json, +20%, >= 0.25 GiB); "
+            "a number = that many; null = vLLM's share of RAM (0.15). Not used on a GPU"
+        },
+    )
     crm: dict[str, Any] = field(default_factory=dict, metadata={"help": "CRM switches (as in grpo)"})
     seed: int = field(default=0, metadata={"help": "sampling seed"})
+
+    def __post_init__(self) -> None:
+        from codethinker.engines.kv_cache import parse_kv_setting
+
+        parse_kv_setting(self.kv_cache_gib, "train_eval.kv_cache_gib")
+
+    def kv_params(self) -> Any:
+        """The params a vLLM KV-cache error names."""
+        from codethinker.engines.kv_cache import KVParamNames
+
+        return KVParamNames(
+            "train_eval.kv_cache_gib",
+            ("train_eval.max_prompts", "train_eval.max_model_len"),
+            "train_eval.max_model_len",
+        )
 
 
 def evaluate_engine(engine: Any, rows: list[dict[str, Any]], p: EvalParams) -> dict[str, float]:
@@ -73,7 +98,16 @@ def run_train_eval(
         if str(path).startswith(("models/", "./", "/")) and not Path(path).exists():
             out[name] = {"missing": 1.0}
             continue
-        kind, eng = make_engine(p.engine, path, enable_lora=False, max_model_len=p.max_model_len, seed=p.seed)
+        kind, eng = make_engine(
+            p.engine,
+            path,
+            enable_lora=False,
+            max_model_len=p.max_model_len,
+            kv_cache_gib=p.kv_cache_gib,
+            max_num_seqs=max(1, min(len(rows) * p.samples, MAX_SEQS)),
+            kv_params=p.kv_params(),
+            seed=p.seed,
+        )
         if kind == "hf":
             from codethinker.engines.hf import HFEngine
 

@@ -82,3 +82,57 @@ def test_openai_engine_against_vllm_server(vllm_server, tiny_model):
         assert 1 <= c.n_tokens <= 10
         if c.finish_reason == "stop" and "e" in c.text:
             assert c.text.endswith("e")
+
+
+def test_cpu_kv_cache_is_the_absolute_size_not_a_share(tiny_model):
+    """vLLM's CPU build gets ``kv_cache_gib`` as its KV cache: a share of 0.001 of the node's RAM, which
+    would not hold even the model (the issue's failure, machine-independent), no longer decides, and
+    the blocks vLLM reports are what 0.25 GiB holds."""
+    from codethinker.engines.kv_cache import GIB, kv_layout, read_model_config
+    from codethinker.engines.vllm import VLLMEngine, on_cpu
+
+    if not on_cpu():
+        pytest.skip("the CPU build sizes the KV cache this way; a GPU keeps gpu_memory_utilization")
+    eng = VLLMEngine(
+        tiny_model, max_model_len=2048, dtype="float32", kv_cache_gib=0.25, gpu_memory_utilization=0.001, max_num_seqs=8
+    )
+    try:
+        info = eng.kv_cache_info
+        assert info["kv_cache_memory_bytes"] == GIB // 4 and info["gpu_memory_utilization"] == 0.001
+        per_block = info["block_size"] * kv_layout(read_model_config(tiny_model), "float32").bytes_per_token
+        assert info["num_blocks"] == GIB // 4 // per_block
+        prompt = eng.apply_chat_template([{"role": "user", "content": "hi"}])
+        out = eng.continue_prefixes([prompt, prompt + "a", prompt + "b"], 2, stop=[], max_tokens=8, seed=0)
+        assert [len(r) for r in out] == [2, 2, 2] and all(c.n_tokens == 8 for r in out for c in r)
+    finally:
+        eng.close()
+
+
+def test_share_that_cannot_hold_the_model_fails_naming_the_param(tiny_model, tmp_path):
+    """The old knob, on the server: vLLM's real error comes back as a message that names kv_cache_gib."""
+    from codethinker.engines.kv_cache import KVCacheError, KVParamNames
+    from codethinker.engines.vllm import on_cpu
+    from codethinker.engines.vllm_server import vllm_server
+
+    if not on_cpu():
+        pytest.skip("CPU build only")
+    with (
+        pytest.raises(KVCacheError) as e,
+        vllm_server(
+            tiny_model,
+            max_model_len=2048,
+            kv_cache_gib=None,
+            gpu_memory_utilization=0.001,
+            kv_params=KVParamNames.under("evaluate.engine"),
+            extra_args=["--enforce-eager", "--dtype", "float32"],
+            timeout_s=900,
+            log_path=tmp_path / "server.log",
+        ),
+    ):
+        pass
+    msg = str(e.value)
+    assert msg.startswith(
+        "evaluate.engine.kv_cache_gib=null leaves the KV cache to vLLM's gpu_memory_utilization=0.001"
+    )
+    assert "set evaluate.engine.kv_cache_gib to auto or a number of GiB" in msg
+    assert "(vLLM: Available memory on node" in msg and "less than requested memory for kv (-" in msg
