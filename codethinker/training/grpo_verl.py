@@ -1,9 +1,10 @@
-"""GRPO on a Ray cluster with verl: the configuration written from params.yaml, and the launch.
+"""GRPO on a Ray cluster with verl: the configuration written from params.yaml, the launch, the model.
 
 :func:`verl_overrides` turns :class:`GRPOParams` into hydra overrides of verl's ``ppo_trainer``
 config (verl 0.9.1); :func:`run_grpo_verl` writes them (``<out>/verl/overrides.txt`` and the
-agent-loop file) and runs ``python -m verl.trainer.main_ppo`` with them (``$VERL_PYTHON``, default
-``.venv-verl/bin/python``). The mapping:
+agent-loop file), runs ``python -m verl.trainer.main_ppo`` with them (``$VERL_PYTHON``, default
+``.venv-verl/bin/python``), then turns verl's last checkpoint into ``<out>/adapter`` and
+``<out>/merged`` (:mod:`codethinker.training.verl_merge`, in the same interpreter). The mapping:
 
 - GRPO: ``algorithm.adv_estimator=grpo``, group ``rollout.n = n_regular + n_dbs`` (8), std-normalized
   advantages; no KL loss (``actor.use_kl_loss=false``), no KL in the reward
@@ -12,28 +13,110 @@ agent-loop file) and runs ``python -m verl.trainer.main_ppo`` with them (``$VERL
   (:class:`codethinker.training.verl_dbs.DBSAgentLoop`) makes the first ``n_regular`` samples of each
   group regular and the other ``n_dbs`` one DBS tree, through verl's own vLLM servers.
 - Reward: ``reward.custom_reward_function.path`` = ``codethinker/rewards/verl_reward.py``,
-  ``name`` = ``compute_score`` (CRM); ablation switches travel as ``$CODETHINKER_CRM``.
+  ``name`` = ``compute_score`` (CRM). The ablation switches (``grpo.crm``) travel in the config, as
+  ``reward.custom_reward_function.reward_kwargs.crm``: verl's loader (``get_custom_reward_fn``) binds
+  them to every call of ``compute_score`` on whichever node the reward runs (an environment variable
+  would not reach Ray workers started with ``ray start``).
+- Paths: every path handed to verl is absolute (model, data, agent-loop file, reward file,
+  checkpoints), so every node of the cluster resolves it the same way; a model that is not a local
+  path is passed on unchanged as a hub id.
 - LoRA: ``model.lora_rank/lora_alpha/target_modules``, ``rollout.load_format=safetensors``.
 - Logging: ``trainer.logger`` (console + mlflow: verl reads ``$MLFLOW_TRACKING_URI``).
-- Checkpoints: ``trainer.default_local_dir=<out>/checkpoints``, ``resume_mode=auto``.
+- Checkpoints: ``trainer.default_local_dir=<out>/checkpoints``, ``resume_mode=auto``,
+  ``save_freq >= 1`` (verl then also saves at the last step: the model export needs that checkpoint).
+
+:func:`prompt_token_ids` is the prompt tokenization shared with the agent loop: token ids under every
+transformers release (``apply_chat_template(tokenize=True)`` returns a ``BatchEncoding`` in some).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from codethinker.training.grpo import GRPOParams
 
-__all__ = ["AGENT_LOOP_NAME", "agent_loop_yaml", "run_grpo_verl", "verl_command", "verl_overrides"]
+__all__ = [
+    "AGENT_LOOP_NAME",
+    "agent_loop_yaml",
+    "crm_reward_kwargs",
+    "export_verl_model",
+    "model_ref",
+    "prompt_token_ids",
+    "run_grpo_verl",
+    "verl_command",
+    "verl_overrides",
+]
 
 AGENT_LOOP_NAME = "codethinker_dbs"
 REWARD_FILE = Path(__file__).resolve().parents[1] / "rewards" / "verl_reward.py"
+
+
+def prompt_token_ids(tokenizer: Any, messages: Sequence[Mapping[str, Any]], **template_kwargs: Any) -> list[int]:
+    """The chat prompt's token ids (generation prompt added), as plain ints.
+
+    ``apply_chat_template(tokenize=True)`` returns a list of ids in some transformers releases and a
+    ``BatchEncoding`` (``input_ids`` + ``attention_mask``) in others (5.9 and 5.19 both do); ``list()``
+    of the latter is its key names. Asking for the dict and taking ``input_ids`` works under both.
+    """
+    out = tokenizer.apply_chat_template(
+        list(messages), add_generation_prompt=True, tokenize=True, return_dict=True, **template_kwargs
+    )
+    ids = out["input_ids"] if isinstance(out, Mapping) or hasattr(out, "keys") else out
+    if hasattr(ids, "tolist"):
+        ids = ids.tolist()
+    if ids and isinstance(ids[0], list | tuple):  # a batch of one
+        [ids] = ids
+    if not all(isinstance(i, int) for i in ids):
+        raise TypeError(f"chat template gave no token ids: {ids[:4]!r}")
+    return [int(i) for i in ids]
+
+
+def model_ref(model: str | Path) -> str:
+    """The model as verl's nodes must see it: an absolute path for a local model, a hub id unchanged.
+
+    Local: it exists here, is absolute, starts with ``.``/``..``/``~``, or its first component is a
+    directory here (``models/base`` before ``bootstrap`` wrote it). Anything else (``Qwen/...``) is a
+    hub id.
+    """
+    text = str(model)
+    path = Path(text).expanduser()
+    first_is_dir = any(Path(f).is_dir() for f in Path(text).parts[:1])
+    local = path.is_absolute() or path.exists() or text.startswith(("./", "../")) or first_is_dir
+    return str(path.resolve()) if local else str(model)
+
+
+def _hydra_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"not a finite number: {v!r}")
+        return repr(v)
+    raise TypeError(f"CRM switch values are booleans or numbers, got {v!r}")
+
+
+def crm_reward_kwargs(crm: Mapping[str, Any]) -> str:
+    """The hydra override that binds the CRM switches to every ``compute_score`` call verl makes.
+
+    Checked by :class:`codethinker.rewards.crm.CRMConfig` first, so a misspelled switch stops the
+    launch instead of training the full CRM.
+
+    >>> crm_reward_kwargs({"gate": False, "alpha": 0.5})
+    '++reward.custom_reward_function.reward_kwargs={crm:{alpha:0.5,gate:false}}'
+    """
+    from codethinker.rewards.crm import CRMConfig
+
+    CRMConfig.from_dict(dict(crm))
+    inner = ",".join(f"{k}:{_hydra_value(crm[k])}" for k in sorted(crm))
+    return "++reward.custom_reward_function.reward_kwargs={crm:{" + inner + "}}"
 
 
 def agent_loop_yaml(p: GRPOParams) -> str:
@@ -46,6 +129,7 @@ def agent_loop_yaml(p: GRPOParams) -> str:
         "block_stop": list(r.block_stop),
         "final_stop": list(r.final_stop),
         "max_rounds": r.dbs_max_rounds,
+        "seed": p.seed,
     }
     return "- " + json.dumps(entry) + "\n"  # JSON is YAML
 
@@ -53,7 +137,7 @@ def agent_loop_yaml(p: GRPOParams) -> str:
 def verl_overrides(
     model: str | Path, train: str | Path, val: str | Path | None, out: Path, p: GRPOParams, agent_loop_path: Path
 ) -> list[str]:
-    """Hydra overrides of verl's ``ppo_trainer`` config for this run."""
+    """Hydra overrides of verl's ``ppo_trainer`` config for this run (every path absolute)."""
     r, v, lora = p.rollout, p.verl, p.lora
     val = val or train
     steps = [] if p.max_steps < 0 else [f"trainer.total_training_steps={p.max_steps}"]
@@ -71,7 +155,7 @@ def verl_overrides(
         "data.filter_overlong_prompts=true",
         "data.truncation=error",
         f"data.seed={p.seed}",
-        f"actor_rollout_ref.model.path={model}",
+        f"actor_rollout_ref.model.path={model_ref(model)}",
         f"actor_rollout_ref.model.lora_rank={lora.r}",
         f"actor_rollout_ref.model.lora_alpha={lora.alpha}",
         f"actor_rollout_ref.model.target_modules={modules}",
@@ -95,19 +179,20 @@ def verl_overrides(
         "actor_rollout_ref.rollout.layered_summon=true",
         "actor_rollout_ref.rollout.calculate_log_probs=false",
         f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_LOOP_NAME}",
-        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loop_path.resolve()}",
+        f"actor_rollout_ref.rollout.agent.agent_loop_config_path={Path(agent_loop_path).resolve()}",
         f"reward.custom_reward_function.path={REWARD_FILE}",
         "reward.custom_reward_function.name=compute_score",
+        crm_reward_kwargs(p.crm),
         f"trainer.logger={loggers}",
         f"trainer.project_name={v.project}",
         f"trainer.experiment_name={v.experiment}",
         f"trainer.nnodes={v.nnodes}",
         f"trainer.n_gpus_per_node={v.gpus_per_node}",
         f"trainer.total_epochs={int(max(1, round(p.epochs)))}",
-        f"trainer.save_freq={p.save_steps}",
+        f"trainer.save_freq={max(1, p.save_steps)}",
         f"trainer.max_actor_ckpt_to_keep={p.save_total_limit}",
         "trainer.resume_mode=auto",
-        f"trainer.default_local_dir={(out / 'checkpoints').resolve()}",
+        f"trainer.default_local_dir={(Path(out) / 'checkpoints').resolve()}",
         "trainer.val_before_train=false",
         "trainer.test_freq=-1",
         *steps,
@@ -116,9 +201,36 @@ def verl_overrides(
     return ov
 
 
+def verl_python(python: str | None = None) -> str:
+    """The verl environment's interpreter: ``python``, ``$VERL_PYTHON`` or ``.venv-verl/bin/python``."""
+    return python or os.environ.get("VERL_PYTHON") or str(Path(".venv-verl/bin/python").resolve())
+
+
 def verl_command(overrides: list[str], python: str | None = None) -> list[str]:
-    py = python or os.environ.get("VERL_PYTHON") or str(Path(".venv-verl/bin/python").resolve())
-    return [py, "-m", "verl.trainer.main_ppo", *overrides]
+    return [verl_python(python), "-m", "verl.trainer.main_ppo", *overrides]
+
+
+def export_verl_model(
+    checkpoints: Path, out: Path, model: str | Path, python: str | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``<out>/adapter`` and ``<out>/merged`` from verl's last checkpoint, in the verl environment
+    (``python -m codethinker.training.verl_merge``: verl's own merger, then the adapter merged into
+    ``model``); returns what it wrote."""
+    cmd = [
+        verl_python(python),
+        "-m",
+        "codethinker.training.verl_merge",
+        "--checkpoints",
+        str(Path(checkpoints).resolve()),
+        "--out",
+        str(Path(out).resolve()),
+        "--base",
+        model_ref(model),
+    ]
+    res = subprocess.run(cmd, env=dict(env) if env is not None else None, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"exporting the verl checkpoint failed ({shlex.join(cmd)}):\n{res.stderr[-4000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def run_grpo_verl(
@@ -129,7 +241,8 @@ def run_grpo_verl(
     root: Path | None = None,
     val: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Write the config and launch verl (unless ``verl.dry_run``); returns the stage's metrics."""
+    """Write the config and launch verl (unless ``verl.dry_run``), then export the trained model to
+    ``<out>/adapter`` and ``<out>/merged``; returns the stage's metrics."""
     out = Path(out)
     cfg_dir = out / "verl"
     cfg_dir.mkdir(parents=True, exist_ok=True)
@@ -142,10 +255,12 @@ def run_grpo_verl(
     metrics: dict[str, Any] = {"backend": "verl", "command": str(cfg_dir / "command.sh"), "launched": False}
     if p.verl.dry_run:
         return metrics
-    env = {**os.environ, "CODETHINKER_CRM": json.dumps(p.crm)}
+    env = dict(os.environ)
     if root is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(root).resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     t0 = time.time()
     subprocess.run(cmd, check=True, env=env)
-    metrics.update(launched=True, wall_s=round(time.time() - t0, 1))
+    metrics.update(launched=True, train_wall_s=round(time.time() - t0, 1))
+    exported = export_verl_model(out / "checkpoints", out, model, env=env)
+    metrics.update(exported_step=exported["step"], wall_s=round(time.time() - t0, 1))
     return metrics

@@ -7,14 +7,38 @@ each (stopped at ``[/TRACE]``); the first DBS copy starts one DBS tree for the p
 (:func:`codethinker.sampling.dbs.dbs_sample_async` over verl's vLLM servers, scored with the
 prefix PRM against the row's ground truth), and every DBS copy takes one of its final
 trajectories. DBS counts go to ``extra_fields`` (``dbs``, ``dbs_tokens_generated``,
-``dbs_tokens_dropped``). Requires a prompt's copies to land on one agent-loop worker, which holds
-when the batch splits at group boundaries (verl chunks the interleaved batch evenly).
+``dbs_tokens_dropped``; 0 on regular samples). Requires a prompt's copies to land on one agent-loop
+worker, which holds when the batch splits at group boundaries (verl chunks the interleaved batch
+evenly).
+
+**Trained ids are the sampled ids.** The prompt is tokenized once
+(:func:`codethinker.training.grpo_verl.prompt_token_ids`). A DBS continuation is requested with the
+prompt's ids plus the exact ids the engine returned for its prefix, and a final trajectory is the
+concatenation of the ids the engine returned along its path (:class:`_IdTrail`); text is only what
+DBS scores. Re-encoding the text would not give these ids back: a block that ends in ``]`` followed
+by a continuation that starts with ``\\n`` re-encodes as the single token ``]\\n``.
+
+**Both kinds end the same way: with ``<|im_end|>`` when the response ended** (a stop string or
+EOS), with nothing at the length limit. verl stops generation at the stop string, so the end-of-turn
+token is never sampled after ``[/TRACE]``; appending it puts it under verl's loss mask (every
+response token has ``response_mask`` 1, and with ``calculate_log_probs=false`` verl recomputes the
+old log-probabilities with the actor, so the appended token is trained like a sampled one). The
+policy thus learns to close its turn after the trace, which chat-template evaluation without stop
+strings relies on; the local backend does the same. A response the engine already ended with an end
+token (``<|im_end|>`` or the tokenizer's EOS) gets nothing added. verl's reward decodes with
+``skip_special_tokens``, so the score is unaffected.
+
+**Seeds.** With ``seed`` set (``grpo.seed``), each DBS tree gets its own base seed from
+``(seed, group key)`` and every engine request its own seed from ``(round seed, prefix index,
+sample index)`` (:func:`sibling_seed`): sibling prefixes and the samples of one prefix never share a
+sampling stream. ``seed: null`` leaves seeding to verl's servers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 from typing import Any
 from uuid import uuid4
 
@@ -23,10 +47,12 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from codethinker.engines.base import Completion
 from codethinker.engines.hf import cut_at_stop
 from codethinker.sampling.dbs import DBSConfig, dbs_sample_async
+from codethinker.training.grpo_verl import prompt_token_ids
 
-__all__ = ["DBSAgentLoop"]
+__all__ = ["DBSAgentLoop", "sibling_seed"]
 
 _GROUPS: dict[str, dict[str, Any]] = {}  # per worker process: prompt key -> arrivals, DBS task, taken
+END_OF_TURN = "<|im_end|>"
 
 
 def _group_key(kwargs: dict[str, Any]) -> str:
@@ -34,6 +60,35 @@ def _group_key(kwargs: dict[str, Any]) -> str:
         if kwargs.get(k) is not None:
             return f"{k}:{kwargs[k]}"
     return f"prompt:{kwargs.get('raw_prompt')!r}"
+
+
+def sibling_seed(*parts: Any) -> int:
+    """A 31-bit seed from ``parts`` (stable across processes and runs, unlike ``hash``).
+
+    >>> sibling_seed(7, 0, 1) == sibling_seed(7, 0, 1) != sibling_seed(7, 1, 0)
+    True
+    """
+    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+class _IdTrail:
+    """The token ids of every DBS prefix, keyed by its text (the root ``""`` has none).
+
+    A prefix's ids are exactly what the engine was conditioned on and returned along its path. Two
+    different paths with identical text keep the first one's ids; every later continuation of that
+    text is then requested with those ids, so a trajectory's ids are still the ones it was sampled
+    with.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[int]] = {"": []}
+
+    def ids(self, text: str) -> list[int]:
+        return list(self._ids[text])
+
+    def extend(self, prefix: str, text: str, new_ids: list[int]) -> None:
+        self._ids.setdefault(prefix + text, [*self._ids[prefix], *new_ids])
 
 
 class DBSAgentLoop(AgentLoopBase):
@@ -45,26 +100,38 @@ class DBSAgentLoop(AgentLoopBase):
         block_stop: list[str] | None = None,
         final_stop: list[str] | None = None,
         max_rounds: int = 64,
+        seed: int | None = None,
         **kwargs: Any,
     ):
         kwargs.pop("name", None)
         super().__init__(*args, **kwargs)
-        self.n_regular, self.n_dbs, self.max_rounds = n_regular, n_dbs, max_rounds
+        self.n_regular, self.n_dbs, self.max_rounds, self.seed = n_regular, n_dbs, max_rounds, seed
         self.block_stop = list(block_stop or ["[/LOCALS]"])
         self.final_stop = list(final_stop or ["[/TRACE]"])
         self.response_length = self.rollout_config.response_length
+        eot = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
+        unk = getattr(self.tokenizer, "unk_token_id", None)
+        self.end_of_turn = eot if isinstance(eot, int) and eot != unk else self.tokenizer.eos_token_id
+        self.end_ids = {i for i in (self.end_of_turn, self.tokenizer.eos_token_id) if i is not None}
 
     async def _prompt_ids(self, messages: list[dict[str, Any]]) -> list[int]:
-        return list(
-            self.tokenizer.apply_chat_template(
-                messages, add_generation_prompt=True, tokenize=True, **self.apply_chat_template_kwargs
-            )
-        )
+        return prompt_token_ids(self.tokenizer, messages, **self.apply_chat_template_kwargs)
+
+    def _finished(self, ids: list[int], stop: list[str]) -> tuple[str, bool]:
+        """(text, ended): ended = the engine stopped at EOS or at a stop string, not at a length limit."""
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return text, bool(ids and ids[-1] in self.end_ids) or cut_at_stop(text, stop)[1] is not None
+
+    def _end_turn(self, ids: list[int], ended: bool) -> list[int]:
+        """The response as trained: ``ids`` plus the end-of-turn token when it ended without one."""
+        ended_already = bool(ids) and ids[-1] in self.end_ids
+        return [*ids, self.end_of_turn] if ended and not ended_already else list(ids)
 
     async def _continue(
         self,
         prompt_ids: list[int],
         base: dict[str, Any],
+        trail: _IdTrail,
         prefixes: list[str],
         n: int,
         *,
@@ -73,8 +140,7 @@ class DBSAgentLoop(AgentLoopBase):
         temperature: float,
         seed: int | None,
     ) -> list[list[Completion]]:
-        async def one(prefix: str) -> Completion:
-            ids = prompt_ids + self.tokenizer.encode(prefix, add_special_tokens=False)
+        async def one(i: int, prefix: str, j: int) -> Completion:
             params = {
                 **base,
                 "stop": stop,
@@ -83,12 +149,19 @@ class DBSAgentLoop(AgentLoopBase):
                 "temperature": temperature,
                 "logprobs": False,
             }
-            out = await self.server_manager.generate(request_id=uuid4().hex, prompt_ids=ids, sampling_params=params)
-            text, matched = cut_at_stop(self.tokenizer.decode(out.token_ids, skip_special_tokens=True), stop)
-            finish = "length" if matched is None and len(out.token_ids) >= max_tokens else "stop"
-            return Completion(text=text, n_tokens=len(out.token_ids), finish_reason=finish)
+            if seed is not None:
+                params["seed"] = sibling_seed(seed, i, j)
+            out = await self.server_manager.generate(
+                request_id=uuid4().hex, prompt_ids=prompt_ids + trail.ids(prefix), sampling_params=params
+            )
+            new_ids = list(out.token_ids)
+            text, ended = self._finished(new_ids, stop)
+            trail.extend(prefix, text, new_ids)
+            return Completion(text=text, n_tokens=len(new_ids), finish_reason="stop" if ended else "length")
 
-        rows = await asyncio.gather(*(asyncio.gather(*(one(p) for _ in range(n))) for p in prefixes))
+        rows = await asyncio.gather(
+            *(asyncio.gather(*(one(i, p, j) for j in range(n))) for i, p in enumerate(prefixes))
+        )
         return [list(r) for r in rows]
 
     def _output(self, prompt_ids: list[int], response_ids: list[int], extra: dict[str, Any]) -> AgentLoopOutput:
@@ -108,15 +181,23 @@ class DBSAgentLoop(AgentLoopBase):
         k = group["arrivals"]
         group["arrivals"] += 1
         prompt_ids = await self._prompt_ids(list(kwargs["raw_prompt"]))
-        im_end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
         if k < self.n_regular or self.n_dbs == 0:
             if group["arrivals"] >= self.n_regular + self.n_dbs:
                 _GROUPS.pop(key, None)
-            params = {**sampling_params, "stop": self.final_stop, "include_stop_str_in_output": True, "logprobs": False}
+            params = {
+                **sampling_params,
+                "stop": self.final_stop,
+                "include_stop_str_in_output": True,
+                "max_tokens": self.response_length,
+                "logprobs": False,
+            }
             out = await self.server_manager.generate(
                 request_id=uuid4().hex, prompt_ids=prompt_ids, sampling_params=params
             )
-            return self._output(prompt_ids, list(out.token_ids), {"dbs": 0})
+            ids = list(out.token_ids)
+            _, ended = self._finished(ids, self.final_stop)
+            extra = {"dbs": 0, "dbs_tokens_generated": 0, "dbs_tokens_dropped": 0}
+            return self._output(prompt_ids, self._end_turn(ids, ended), extra)
         if group["task"] is None:
             from codethinker.contra.tracer import Flow
             from codethinker.contra.validate import prefix_score
@@ -129,8 +210,11 @@ class DBSAgentLoop(AgentLoopBase):
                 final_stop=self.final_stop,
                 temperature=float(sampling_params.get("temperature", 1.0)),
                 max_rounds=self.max_rounds,
+                seed=None if self.seed is None else sibling_seed(self.seed, key),
             )
-            cont = functools.partial(self._continue, prompt_ids, dict(sampling_params))
+            trail = _IdTrail()
+            group["trail"] = trail
+            cont = functools.partial(self._continue, prompt_ids, dict(sampling_params), trail)
             group["task"] = asyncio.ensure_future(
                 dbs_sample_async(cont, [""], [functools.partial(prefix_score, flow=flow)], cfg)
             )
@@ -140,9 +224,7 @@ class DBSAgentLoop(AgentLoopBase):
         if group["taken"] >= self.n_dbs:
             _GROUPS.pop(key, None)
         c = res.completions[j]
-        ids = self.tokenizer.encode(c.text, add_special_tokens=False)
-        if c.finish_reason == "stop":
-            ids.append(im_end)
+        ids = self._end_turn(group["trail"].ids(c.text), c.finish_reason == "stop")
         first = j == 0  # the group's DBS cost is reported once
         return self._output(
             prompt_ids,

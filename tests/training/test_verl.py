@@ -1,19 +1,33 @@
-"""verl backend: the configuration written from params.yaml, and the checks that need verl itself
-(run in .venv-verl, which `scripts/make_verl_env.sh` makes: verl 0.9.1 caps transformers < 5.11)."""
+"""verl backend: the configuration written from params.yaml, the checkpoint a run leaves, and the checks that
+need verl itself (run in .venv-verl, which `scripts/make_verl_env.sh` makes: verl 0.9.1 caps
+transformers < 5.11)."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import re
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from codethinker.training.grpo import grpo_params
-from codethinker.training.grpo_verl import agent_loop_yaml, run_grpo_verl, verl_overrides
+from codethinker.training.grpo_verl import (
+    agent_loop_yaml,
+    crm_reward_kwargs,
+    model_ref,
+    prompt_token_ids,
+    run_grpo_verl,
+    verl_overrides,
+)
+from codethinker.training.verl_merge import TRACKER, latest_actor_checkpoint, merger_command
 
 ROOT = Path(__file__).resolve().parents[2]
 VERL_PY = Path(os.environ.get("VERL_PYTHON", ROOT / ".venv-verl" / "bin" / "python"))
+VERL_ENV_TESTS = 10
 
 
 def test_overrides_follow_the_paper_settings(tmp_path):
@@ -35,6 +49,22 @@ def test_overrides_follow_the_paper_settings(tmp_path):
     assert '"n_dbs": 4' in agent_loop_yaml(p)
 
 
+def test_prompt_token_ids_are_token_ids_under_this_transformers(tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    from codethinker.contra.render import render_prompt
+    from codethinker.contra.tracer import Flow
+
+    from .tinydata import truths
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    messages = render_prompt(Flow.from_json(truths()[0]))
+    ids = prompt_token_ids(tok, messages)
+    assert all(type(i) is int for i in ids)
+    text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    assert ids == tok.encode(text, add_special_tokens=False)
+
+
 def test_dry_run_writes_the_command(tmp_path):
     p = grpo_params({"backend": "verl", "verl": {"dry_run": True}})
     m = run_grpo_verl("models/base", "train.parquet", tmp_path, p)
@@ -43,12 +73,82 @@ def test_dry_run_writes_the_command(tmp_path):
     assert "verl.trainer.main_ppo" in cmd and "actor_rollout_ref.rollout.n=8" in cmd
 
 
+def _looks_like_a_path(value: str) -> bool:
+    return "/" in value and not value.startswith("[") and "{" not in value
+
+
+def test_the_command_carries_the_crm_switches_and_only_absolute_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / "sft" / "merged").mkdir(parents=True)  # a relative local model, as stages.grpo passes
+    p = grpo_params({"backend": "verl", "crm": {"orm": False, "alpha": 0.5}, "verl": {"dry_run": True}})
+    run_grpo_verl("models/sft/merged", "data/grpo.parquet", Path("models/grpo"), p)
+    cfg_dir = tmp_path / "models" / "grpo" / "verl"
+    overrides = (cfg_dir / "overrides.txt").read_text().splitlines()
+    assert "++reward.custom_reward_function.reward_kwargs={crm:{alpha:0.5,orm:false}}" in overrides
+    values = dict(o.lstrip("+").split("=", 1) for o in overrides)
+    assert values["actor_rollout_ref.model.path"] == str(tmp_path / "models" / "sft" / "merged")
+    paths = [v for v in values.values() if _looks_like_a_path(v)]
+    assert len(paths) >= 6 and all(Path(v).is_absolute() for v in paths), paths
+    cmd = shlex.split((cfg_dir / "command.sh").read_text())
+    assert Path(cmd[0]).is_absolute() and cmd[3:] == overrides
+    assert "CODETHINKER_CRM" not in (cfg_dir / "command.sh").read_text()
+
+
+def test_a_hub_id_stays_a_hub_id_and_a_misspelled_switch_stops_the_launch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert model_ref("Qwen/Qwen2.5-Coder-7B-Instruct") == "Qwen/Qwen2.5-Coder-7B-Instruct"
+    assert model_ref("./base") == str(tmp_path / "base")
+    with pytest.raises(ValueError, match="unknown CRM switches"):
+        crm_reward_kwargs({"gates": False})
+    assert crm_reward_kwargs({}) == "++reward.custom_reward_function.reward_kwargs={crm:{}}"
+
+
+def _actor(root: Path, step: int, world: int = 1, ranks: int | None = None) -> Path:
+    """A checkpoint directory laid out as verl's FSDPCheckpointManager writes it."""
+    actor = root / f"global_step_{step}" / "actor"
+    (actor / "huggingface").mkdir(parents=True)
+    (actor / "fsdp_config.json").write_text(json.dumps({"FSDP_version": 2, "world_size": world}))
+    for r in range(world if ranks is None else ranks):
+        (actor / f"model_world_size_{world}_rank_{r}.pt").write_bytes(b"shard")
+    return actor
+
+
+def test_the_latest_complete_checkpoint_is_the_one_exported(tmp_path):
+    root = tmp_path / "checkpoints"
+    with pytest.raises(FileNotFoundError):
+        latest_actor_checkpoint(root)
+    _actor(root, 2, world=2)
+    assert latest_actor_checkpoint(root) == (2, root / "global_step_2" / "actor")
+    _actor(root, 10, world=2)  # numeric order, not "10" < "2"
+    _actor(root, 11, world=2, ranks=1)  # a rank's shard is missing: incomplete
+    (root / "global_step_12").mkdir()  # killed before the actor was saved
+    assert latest_actor_checkpoint(root) == (10, root / "global_step_10" / "actor")
+    (root / TRACKER).write_text("2\n")  # verl's tracker decides when its checkpoint is complete
+    assert latest_actor_checkpoint(root) == (2, root / "global_step_2" / "actor")
+    (root / TRACKER).write_text("11")
+    assert latest_actor_checkpoint(root)[0] == 10
+    actor = root / "global_step_10" / "actor"
+    assert merger_command(actor, tmp_path / "hf", "py") == [
+        "py",
+        "-m",
+        "verl.model_merger",
+        "merge",
+        "--backend",
+        "fsdp",
+        "--local_dir",
+        str(actor),
+        "--target_dir",
+        str(tmp_path / "hf"),
+    ]
+
+
 @pytest.mark.verl
 @pytest.mark.slow
-def test_checks_inside_the_verl_environment():
+def test_checks_inside_the_verl_environment(tmp_path):
     if not VERL_PY.exists():
         pytest.skip(f"{VERL_PY} is absent: run scripts/make_verl_env.sh (make verl-env)")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    export = tmp_path / "grpo"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CODETHINKER_VERL_EXPORT_DIR": str(export)}
     r = subprocess.run(
         [str(VERL_PY), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/training/verl_env"],
         cwd=ROOT,
@@ -58,4 +158,31 @@ def test_checks_inside_the_verl_environment():
         timeout=1800,
     )
     assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-3000:]
-    assert "3 passed" in r.stdout
+    summary = r.stdout.strip().splitlines()[-1]
+    assert re.search(rf"\b{VERL_ENV_TESTS} passed\b", summary) and "skipped" not in summary, summary
+    _loads_under_this_transformers(export / "merged")
+
+
+def _loads_under_this_transformers(merged: Path) -> None:
+    """The model exported in the verl environment (transformers < 5.11) loads and generates here (transformers
+    5.16+, and vLLM where it is installed)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(merged)
+    model = AutoModelForCausalLM.from_pretrained(merged)
+    ids = torch.tensor([tok.encode("[TRACE]\n", add_special_tokens=False)])
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=4, do_sample=False)
+    assert out.shape[1] == ids.shape[1] + 4 or out[0, -1].item() == tok.eos_token_id
+    if importlib.util.find_spec("vllm") is None:
+        return
+    from codethinker.engines.vllm import VLLMEngine
+
+    engine = VLLMEngine(merged, max_model_len=512, max_num_seqs=1, dtype="float32")
+    try:
+        prompt = engine.apply_chat_template([{"role": "user", "content": "f(1)"}])
+        [[completion]] = engine.continue_prefixes([prompt], 1, stop=["[/TRACE]"], max_tokens=4, temperature=0.0)
+    finally:
+        engine.close()
+    assert completion.n_tokens > 0
