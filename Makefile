@@ -59,7 +59,8 @@ test: install verl-env
 ## mounts a private /tmp: interpreter, venv and project living there must stay visible to it)
 test-tmp-copy: install
 	@set -euo pipefail; d=$$(mktemp -d /tmp/codethinker-copy.XXXXXX); trap 'rm -rf "$$d"' EXIT; \
-	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$$d"; \
+	git ls-files -z --cached --others --exclude-standard | while IFS= read -rd '' f; do \
+	  if [ -e "$$f" ]; then printf '%s\0' "$$f"; fi; done | xargs -0 cp --parents -t "$$d"; \
 	$(PYTHON) -m venv "$$d/.venv"; \
 	site=$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
 	echo "import site; site.addsitedir('$$site')" > "$$(echo "$$d"/.venv/lib/python*/site-packages)/main-venv.pth"; \

@@ -81,13 +81,14 @@ def _private_ipc() -> None:
 
 def zygote_limits(cfg: dict[str, Any]) -> None:
     """Limits set once in the zygote, inherited by every sample it forks: ``RLIMIT_CORE=0``,
-    ``RLIMIT_NOFILE``, ``RLIMIT_FSIZE``, ``RLIMIT_AS`` (the zygote's size + ``memory_mb``) and
-    ``PR_SET_NO_NEW_PRIVS``. ``RLIMIT_NPROC`` is set by each sample (a non-root zygote of
+    ``RLIMIT_NOFILE``, ``RLIMIT_FSIZE``, ``RLIMIT_AS`` (the zygote's size + ``memory_mb``),
+    ``PR_SET_NO_NEW_PRIVS`` and ``PR_SET_DUMPABLE=0``. ``RLIMIT_NPROC`` is set by each sample (a non-root zygote of
     isolation "none" must still fork)."""
     _set_limit(resource.RLIMIT_CORE, 0)
     _set_limit(resource.RLIMIT_NOFILE, cfg["nofile"])
     _set_limit(resource.RLIMIT_FSIZE, cfg["fsize"])
     prctl(PR_SET_NO_NEW_PRIVS, 1)  # exec of a setuid binary cannot give root back
+    prctl(PR_SET_DUMPABLE, 0)  # where samples share the zygote's uid (non-root): no ptrace or /proc/<pid>/mem of it
     mem = cfg["memory_mb"]
     if mem:
         _set_limit(resource.RLIMIT_AS, vm_size_bytes() + mem * 1024 * 1024)

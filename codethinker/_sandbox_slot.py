@@ -70,6 +70,7 @@ class Child:
         self.born = time.monotonic()
         self.ready = False
         self.job: int | None = None  # index of the job it runs
+        self.key = ""  # the job's key: its result frame must carry it
         self.t_sent = 0.0
         self.deadline = 0.0
 
@@ -271,6 +272,11 @@ def spawn_zygote(
         )
     except BaseException:
         parent_end.close()
+        if slot.errlog is not None:
+            slot.errlog.close()
+            slot.errlog = None
+        if slot.host_tmp:
+            remove_tree(slot.host_tmp)
         raise
     finally:
         child_end.close()

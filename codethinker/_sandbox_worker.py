@@ -152,11 +152,13 @@ def _send(fd: int, obj: Any) -> None:
         view = view[n:]
 
 
-def _reply(fd: int, result: dict) -> None:
+def _reply(fd: int, result: dict, key: str) -> None:
+    """Send the job's result with its key (a frame the sample writes itself lacks the key)."""
+    result["key"] = key
     try:
         _send(fd, result)
     except (TypeError, ValueError, AttributeError, RecursionError, MemoryError) as exc:  # WireError is a ValueError
-        fallback = {k: result[k] for k in ("stdout", "stderr", "duration_s")}
+        fallback = {k: result[k] for k in ("stdout", "stderr", "duration_s", "key")}
         for k in ("stdout", "stderr"):  # escaped text can take 12 bytes a character: keep the frame small
             fallback[k] = fallback[k][:FALLBACK_OUTPUT_CHARS]
         _send(
@@ -249,8 +251,9 @@ def _sample(cfg: dict, lane: int, fds: list[int], own: list[int], runners: dict,
         _send(res_fd, {"ready": True})
         req = _recv_request(req_fd)
         if req is not None:
+            key = req.pop("key", "")  # only in this frame's locals while user code runs
             _prepare_runner(runners.get(req.get("runner")))
-            _reply(res_fd, _run_job(req, runners, pristine))
+            _reply(res_fd, _run_job(req, runners, pristine), key)
     except BaseException as exc:
         code = 5
         with contextlib.suppress(BaseException):

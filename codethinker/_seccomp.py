@@ -15,6 +15,9 @@ with later samples of the same sandbox, or reach rarely used, bug-prone subsyste
 
 What is denied, with ``EPERM`` (Python reports ``PermissionError``; no call kills the process):
 
+* **Running another program**: ``execve execveat``. A new image would keep the sample's open
+  descriptors (its result pipe among them) without any of the Python-level guards, such as the
+  tracer's audit hook; no sample needs it (``RLIMIT_NPROC`` already stops ``fork``).
 * **Foreign ABIs.** A call whose ``seccomp_data.arch`` is not the native one (i386 ``int 0x80``
   on x86_64, arm32 compat on aarch64) is refused whatever its number; on x86_64 every x32 call
   (``nr & 0x40000000``) is refused too, so no second syscall table can go around the list.
@@ -49,6 +52,8 @@ Beyond the list this module was asked for: ``mq_unlink`` (the other end of ``mq_
 ``mount_setattr``, ``open_tree_attr`` (kernel 6.15+) and ``quotactl_fd`` (newer forms of listed
 calls), ``modify_ldt`` and ``uselib`` (x86-only legacy surface Python never uses).
 
+Beyond that list, added with the tracer's guard: ``execve execveat`` (above).
+
 Everything else is allowed: imports, files, ``mmap``, signals and timers, ``fork``/threads
 (limited elsewhere), ``os.getpid`` and so on; Python runs normally under it.
 
@@ -60,7 +65,7 @@ Limits — what the filter does **not** do:
 * Descriptors that already exist keep working: it stops the *creation* of sockets and IPC
   objects, so the process must not inherit a socket it should not use (the sandbox child gets
   pipes only).
-* It does not limit reading files (world-readable host files stay readable), ``execve``,
+* It does not limit reading files (world-readable host files stay readable),
   ``memfd_create``, ``pidfd_*``, ``prctl``, ``seccomp`` itself (filters stack: a second filter
   can only deny more), ``inotify``/``fanotify``, ``ioctl`` requests, CPU or memory use.
 * Cost: ``install()`` takes ~0.2-0.7 ms in a freshly forked child here (the ``seccomp`` call
@@ -137,6 +142,10 @@ SECCOMP_FILTER_FLAG_TSYNC = 1
 # ----------------------------------------------------------------------------- syscall tables
 # name: (x86_64 number, aarch64 number); None where the architecture has no such call.
 DENIED: dict[str, tuple[int | None, int | None]] = {
+    # running another program: a new image would hold the sample's open fds (its result pipe
+    # among them) without any of the Python-level guards (the tracer's audit hook)
+    "execve": (59, 221),
+    "execveat": (322, 281),
     # SysV / POSIX IPC
     "shmget": (29, 194),
     "shmat": (30, 196),

@@ -37,6 +37,7 @@ import logging
 import os
 import pickle
 import queue
+import secrets
 import selectors
 import socket
 import sys
@@ -247,6 +248,7 @@ class Sandbox:
             try:
                 return self._map(jobs, bar)
             finally:
+                self._abandon_busy()  # after an exception (or Ctrl-C): no stale job may reach the next map
                 self._done = None
                 if bar is not None:
                     bar.close()
@@ -386,6 +388,15 @@ class Sandbox:
         child.close_fds()
         slot.children.pop(child.n, None)
 
+    def _abandon_busy(self) -> None:
+        """End every process still running a job of a map that is over (only when it ended by an
+        exception): its result would otherwise land in the next map's list at the same index."""
+        for slot in list(self._slots):
+            for child in list(slot.children.values()):
+                if child.job is not None:
+                    child.job = None
+                    self._drop_child(slot, child)
+
     def _zygote_lost(self, slot: Slot, why: str) -> None:
         """The zygote died or misbehaved: fail its job as killed, kill its sandbox, reap it."""
         if slot not in self._slots:
@@ -484,7 +495,13 @@ class Sandbox:
     def _on_frame(self, slot: Slot, child: Child, msg: Any) -> bool:
         """Handle one frame; False when the process was ended by it."""
         if child.job is not None:  # its result: the job is over, whatever the process does next
-            self._end(slot, child, _result_from_frame(msg, self.config.output_limit))
+            if type(msg) is not dict or msg.get("key") != child.key:
+                # written by the sample's own code, not by the worker: the worker reads the key
+                # before any user code and keeps it where a traced sample cannot reach it
+                why = "result frame without the job's key (forged by the sample)"
+                self._end(slot, child, self._killed("ProtocolError", why, child))
+            else:
+                self._end(slot, child, _result_from_frame(msg, self.config.output_limit))
             return False
         if not child.ready and type(msg) is dict and msg.get("ready") is True:
             child.ready = True
@@ -540,6 +557,7 @@ class Sandbox:
             "options": dict(job.options),
             "timeout": float(self.config.timeout_s),
             "output_limit": int(self.config.output_limit),
+            "key": secrets.token_hex(16),  # the result frame must carry it (see _on_frame)
         }
         try:
             data = pickle.dumps(req, protocol=pickle.HIGHEST_PROTOCOL)
@@ -548,6 +566,7 @@ class Sandbox:
         child = slot.spare()
         assert child is not None
         child.job = index
+        child.key = req["key"]
         child.t_sent = time.monotonic()
         child.deadline = child.t_sent + self.config.timeout_s + self.grace_s
         slot.n_tasks += 1
@@ -578,6 +597,8 @@ class Sandbox:
                 bar.update(1)
 
         self._done = done
+        for slot in list(self._slots):  # lanes an abandoned map left empty
+            self._maybe_fork(slot)
         while remaining:
             self._ensure_started()
             for slot in list(self._slots):

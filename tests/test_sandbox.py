@@ -655,3 +655,23 @@ def test_dead_worker_sandbox_is_restarted():
         assert all(r.value == i for i, r in enumerate(res) if r.ok)
         assert box.stats["zygote_restarts"] == 1
         assert [r.value for r in box.map([Job("def f(i):\n    return i", args=(i,)) for i in range(3)])] == [0, 1, 2]
+
+
+def test_a_map_ended_by_ctrl_c_leaves_no_stale_job_for_the_next():
+    """Ctrl-C in the middle of a map: the processes still running its jobs are ended, so their
+    results cannot land in the next map's list at the same index (found in review, issue 9)."""
+    import signal as _signal
+    import threading as _threading
+
+    slow = "import time\ndef f(i):\n    time.sleep(0.5)\n    return ('old', i)"
+    with Sandbox(SandboxConfig(timeout_s=5.0, workers=2)) as box:
+        box.run(Job("def f():\n    return 0"))  # the pool is up
+        timer = _threading.Timer(0.25, os.kill, (os.getpid(), _signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                box.map([Job(slow, args=(i,)) for i in range(4)])
+        finally:
+            timer.cancel()
+        fresh = box.map([Job("def f(i):\n    return ('new', i)", args=(i,)) for i in range(4)])
+        assert [r.value for r in fresh] == [("new", i) for i in range(4)]

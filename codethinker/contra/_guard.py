@@ -29,25 +29,52 @@ tracer record a false truth. The guard makes every such attempt end as an untrac
   unchanged, and nothing recorded. Otherwise ``end`` raises :class:`TraceTampered` with the reason.
 
 Records are cleared only by the next authentic ``begin``, so a sample cannot erase its own.
-Residual gaps (no audit event and no call): patching a module attribute of the runner's modules
-and restoring it before the entry function returns; and everything the first sample of a process
-does at module level before a lazy :func:`install` (the zygote should call :func:`install`).
+
+The sandbox also *arms* the guard (:func:`arm`, from ``tracer.prepare_process``) in a trace job's
+process before the sample's module code runs: from then on the hook refuses the gate's events
+outside the entry function too, plus imports of memory-access modules (:data:`DENIED_IMPORTS`)
+and opening files of ``/proc``. That keeps the job's key (which the worker adds to the genuine
+result frame) out of the sample's reach: a frame the sample writes to the result pipe itself
+lacks it and the parent refuses it. The profile function can be dropped by the sample (CPython
+removes a profile function that raised), so nothing relies on it alone: the audit hook cannot
+be removed. Residual gap (no audit event and no call): patching a module attribute of the
+runner's modules and restoring it before the entry function returns.
 """
 
 from __future__ import annotations
 
 import operator
+import os
 import signal
 import sys
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["TraceTampered", "begin", "check", "denied_call", "denied_event", "end", "install", "installed"]
+__all__ = ["TraceTampered", "arm", "begin", "check", "denied_call", "denied_event", "end", "install", "installed"]
 
 EVENT_BEGIN = "codethinker.tracer.guard.begin"
 EVENT_END = "codethinker.tracer.guard.end"
 EVENT_CHECK = "codethinker.tracer.guard.check"
+EVENT_ARM = "codethinker.tracer.guard.arm"
+# modules whose import is refused while armed: they read or write arbitrary process memory without
+# an audit event of their own (the job's key and the tracer's records live in that memory)
+DENIED_IMPORTS = frozenset(
+    {
+        "ctypes",
+        "_ctypes",
+        "cffi",
+        "_cffi_backend",
+        "numpy",
+        "_testcapi",
+        "_testinternalcapi",
+        "_testbuffer",
+        "_testmultiphase",
+        "_testsinglephase",
+        "_xxsubinterpreters",
+        "_xxinterpchannels",
+    }
+)
 
 # audit events refused while the gate is on (exact names, and name prefixes)
 DENIED_EVENTS = frozenset(
@@ -200,7 +227,12 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
     )
     tampered, same_dict, handlers_now = TraceTampered, _same_dict, _signal_handlers
     why_event, why_call, zip_, get_module = denied_event, denied_call, zip, sys.modules.get
-    ev_begin, ev_end, ev_check = EVENT_BEGIN, EVENT_END, EVENT_CHECK
+    ev_begin, ev_end, ev_check, ev_arm = EVENT_BEGIN, EVENT_END, EVENT_CHECK, EVENT_ARM
+    denied_imports, stat, str_bytes = DENIED_IMPORTS, os.stat, (str, bytes)
+    try:
+        proc_dev: int | None = stat("/proc/self").st_dev
+    except OSError:
+        proc_dev = None
     settrace_events = ("sys.settrace", "sys.setprofile")
     begin_code, end_code = begin.__code__, end.__code__
     own_globals = globals()
@@ -209,7 +241,7 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
     protected = {id(v) for _, d in guarded for v in d.values() if type(v) is types.FunctionType}
     id_ = id
     handlers = handlers_now()
-    st: dict[str, Any] = {"gate": False, "busy": 0, "tripped": None, "sticky": None, "runner": None}
+    st: dict[str, Any] = {"gate": False, "armed": False, "busy": 0, "tripped": None, "sticky": None, "runner": None}
     st.update(trace=None, tracer_globals=None)
 
     def trip(reason: str | None) -> None:
@@ -284,9 +316,25 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
         if reason is not None:
             raise tampered(reason)
 
+    def armed_refusal(event: str, args: tuple) -> str | None:
+        """What the armed phase refuses beyond the gate's events: imports of memory-access modules
+        and opening any file of /proc (``/proc/self/mem`` and friends; symlinks are followed)."""
+        if event == "import" and args and type(args[0]) is str and args[0].partition(".")[0] in denied_imports:
+            return f"import of {args[0]}"
+        if event == "open" and args and type(args[0]) in str_bytes and proc_dev is not None:
+            try:
+                if stat(args[0]).st_dev == proc_dev:
+                    return "open of a file of /proc"
+            except (OSError, ValueError):
+                return None
+        return None
+
     def hook(event: str, args: tuple) -> None:
         if st["busy"]:
             return  # audit events raised by the hook itself
+        if event == ev_arm:
+            st["armed"] = True
+            return
         if event in (ev_begin, ev_end):
             st["busy"] += 1
             try:
@@ -301,6 +349,20 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
                     trip(changed_modules())
                 finally:
                     st["busy"] -= 1
+            return
+        if st["armed"]:
+            st["busy"] += 1
+            try:
+                why = why_event(event, args) or armed_refusal(event, args)
+            finally:
+                st["busy"] -= 1
+            if why is not None:
+                if st["gate"]:
+                    trip(why)
+                elif st["sticky"] is None:
+                    st["sticky"] = why  # before the entry function: the process is unfit for tracing
+                if event not in settrace_events:
+                    raise tampered(why)
             return
         if not st["gate"]:  # records only (sticky: the process is unfit for tracing), refuses nothing
             if event == "sys.addaudithook":  # a later hook would see the runner's events with their frames
@@ -328,6 +390,13 @@ def begin(trace_fn: Callable[..., Any], tracer_globals: dict, _audit: Callable[.
 def end(_audit: Callable[..., None] = sys.audit) -> None:
     """Close the gate and remove both functions; raises :class:`TraceTampered` if anything was recorded."""
     _audit("codethinker.tracer.guard.end")
+
+
+def arm(_audit: Callable[..., None] = sys.audit) -> None:
+    """Refuse from now on, for the rest of the process (no way back: arming only restricts), what
+    the gate refuses plus :data:`DENIED_IMPORTS` and opening files of ``/proc``, also outside the
+    entry function: the sandbox arms a trace job's process before the sample's module code runs."""
+    _audit("codethinker.tracer.guard.arm")
 
 
 def check(_audit: Callable[..., None] = sys.audit) -> None:

@@ -164,10 +164,13 @@ def _guarded_modules() -> list[Any]:
 
 def prepare_process() -> None:
     """Called by the sandbox in a trace job's process after its lock-down, before any user code:
-    installs the tracer's guard there, so even the sample's module-level code runs under it and
-    the guard's snapshot of the tracer's modules is taken before user code exists
-    (``trace_runner`` installs it itself, lazily, where nothing called this)."""
+    installs the tracer's guard there and arms it, so the sample's module-level code already runs
+    under its refusals (frames, gc, ctypes, memory-access imports, files of /proc: nothing that
+    could read the job's key or the tracer's records), and the guard's snapshot of the tracer's
+    modules is taken before user code exists (``trace_runner`` installs it itself, lazily,
+    unarmed, where nothing called this)."""
     _guard.install(trace_runner.__code__, _guarded_modules())
+    _guard.arm()
 
 
 def trace_runner(

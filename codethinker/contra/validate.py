@@ -308,7 +308,7 @@ def _check_truth(v: Validation, flow: Flow, partial: bool) -> Validation:
                 False, "block_range", f"block {i}: {pb.start}-{pb.end}, truth {tb.start}-{tb.end}", v.blocks
             )
         for k, src in enumerate(pb.code):
-            if src.strip() != flow.lines[pb.start + k].strip():
+            if src.strip(PY_SPACE) != flow.lines[pb.start + k].strip(PY_SPACE):
                 return Validation(False, "code", f"LINENO {pb.start + k} differs from the source", v.blocks)
         if len(pb.locals_text) > 4 * len(tb.locals_text) + 4096:  # bounds parsing work by the truth's size
             return Validation(False, "too_long", f"block {i}: LOCALS far longer than the truth's", v.blocks)

@@ -246,3 +246,62 @@ def test_a_forged_frame_keeps_the_rest_of_the_batch():
     assert [o.ok for o in outs] == [True, False, True]
     assert "malformed runner result" in outs[1].reason
     assert outs[0].flow.output == outs[2].flow.output == 11
+
+
+FORGE_RESULT_FRAME = """
+import os, struct, sys
+def f(x):
+    y = x
+    try:
+        sys.gettrace()  # refused: CPython then drops the guard's profile function
+    except BaseException:
+        pass
+    from codethinker import _wire
+    data = _wire.encode({"status": "ok", "value": {"value": 999, "exits": [{"x": 1, "y": 999}] * 2},
+                         "stdout": "", "stderr": "", "duration_s": 0.0})
+    for fd in range(3, 40):
+        try:
+            if (os.fstat(fd).st_mode & 0o170000) == 0o010000:  # a pipe: the result pipe among them
+                os.write(fd, struct.pack("<Q", len(data)) + data)
+        except OSError:
+            pass
+    os._exit(0)
+"""
+
+
+MODULE_LEVEL_FORGE = """
+import os, struct
+from codethinker import _wire
+data = _wire.encode({"status": "ok", "value": {"value": 999, "exits": [{"x": 1, "y": 999}] * 2},
+                     "stdout": "", "stderr": "", "duration_s": 0.0})
+for fd in range(3, 40):
+    try:
+        if (os.fstat(fd).st_mode & 0o170000) == 0o010000:
+            os.write(fd, struct.pack("<Q", len(data)) + data)
+    except OSError:
+        pass
+os._exit(0)
+def f(x):
+    y = x
+    return y
+"""
+READ_OWN_MEMORY = body("    open('/proc/self/mem', 'rb')\n")
+READ_OWN_MEMORY_BY_LINK = body("    os.symlink('/proc/self/mem', 'm')\n    open('m', 'rb')\n", "import os\n")
+USE_CTYPES = body("", "import ctypes\nctypes.string_at(id(0), 8)\n")
+
+
+@pytest.mark.parametrize("src", [FORGE_RESULT_FRAME, MODULE_LEVEL_FORGE], ids=["in_f", "module_level"])
+def test_a_sample_cannot_write_its_own_truth_to_the_result_pipe(sb, src):
+    """A trace job's sample holds its result pipe; a frame it writes itself lacks the job's key,
+    which the worker keeps where the armed guard lets no sample code reach (frames, gc, ctypes,
+    /proc/self/mem): untraceable, never a truth (found in review of issue 9)."""
+    out = trace(src, "1", sandbox=sb)
+    assert not out.ok, [b.locals for b in out.flow.blocks]
+    assert "key" in out.reason or "killed" in out.reason, out.reason
+
+
+@pytest.mark.parametrize("src", [READ_OWN_MEMORY, READ_OWN_MEMORY_BY_LINK, USE_CTYPES], ids=["mem", "link", "ctypes"])
+def test_the_armed_guard_refuses_memory_access_also_at_module_level(sb, src):
+    out = trace(src, "1", sandbox=sb)
+    assert not out.ok
+    assert "tamper" in out.reason, out.reason
