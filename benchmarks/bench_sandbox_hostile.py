@@ -29,18 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sandbox import DEFAULT_DATA, load_jobs  # noqa: E402
 
 from codethinker.sandbox import Job, Sandbox, SandboxConfig, SandboxResult  # noqa: E402
-
-HOSTILE = ROOT / "tests" / "hostile"
-
-
-def _header(path: Path) -> dict[str, str]:
-    out = {}
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        key, _, val = line[1:].partition(":")
-        out[key.strip()] = val.strip()
-    return out
+from tests._hostile import HOSTILE, header  # noqa: E402
 
 
 def hostile_jobs() -> list[Job]:
@@ -54,7 +43,7 @@ def hostile_jobs() -> list[Job]:
         "project": str(ROOT),
         "port": 9,
     }
-    paths = sorted(p for p in HOSTILE.glob("*.py") if not _header(p).get("guard"))
+    paths = sorted(p for p in HOSTILE.glob("*.py") if not header(p).get("guard"))
     return [Job(p.read_text(), args=(ctx,), entry="f") for p in paths]
 
 

@@ -322,22 +322,22 @@ def _build_tuple(v: Any) -> tuple:
     return tuple(_items(v, "tuple"))
 
 
-def _build_set(v: Any) -> set:
-    elems = _items(v, "set")
-    _check_hashes(elems, "set element")
-    out = set(elems)
+def _build_unique(v: Any, name: str, make: type) -> Any:
+    """A set or frozenset: no adversarially equal hashes, no repeated elements."""
+    elems = _items(v, name)
+    _check_hashes(elems, f"{name} element")
+    out = make(elems)
     if len(out) != len(elems):
-        raise WireError("a set with repeated elements")
+        raise WireError(f"a {name} with repeated elements")
     return out
+
+
+def _build_set(v: Any) -> set:
+    return _build_unique(v, "set", set)
 
 
 def _build_frozenset(v: Any) -> frozenset:
-    elems = _items(v, "frozenset")
-    _check_hashes(elems, "frozenset element")
-    out = frozenset(elems)
-    if len(out) != len(elems):
-        raise WireError("a frozenset with repeated elements")
-    return out
+    return _build_unique(v, "frozenset", frozenset)
 
 
 def _build_dict(v: Any) -> dict:

@@ -26,7 +26,8 @@ import pytest
 
 from codethinker.sandbox import Job, Sandbox, SandboxConfig, bwrap_available
 
-HOSTILE = Path(__file__).parent / "hostile"
+from ._hostile import HOSTILE, header
+
 FILES = sorted(HOSTILE.glob("*.py"))
 SECRET_NAME = "CODETHINKER_SANDBOX_TEST_SECRET"
 SECRET = "s3cr3t-" + os.urandom(8).hex()
@@ -92,16 +93,6 @@ def f():
     }
 """
 )
-
-
-def _header(path: Path) -> dict[str, str]:
-    out = {}
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        key, _, val = line[1:].partition(":")
-        out[key.strip()] = val.strip()
-    return out
 
 
 class _Listener:
@@ -170,7 +161,7 @@ def sandbox(world):
 def _params():
     out = []
     for path in FILES:
-        marks = [pytest.mark.slow] if "timeout" in _header(path).get("expect", "") else []
+        marks = [pytest.mark.slow] if "timeout" in header(path).get("expect", "") else []
         out.append(pytest.param(path, id=path.stem, marks=marks))
     return out
 
@@ -179,7 +170,7 @@ def test_corpus_is_large_enough():
     assert len(FILES) >= 30
     assert len([p for p in FILES if p.name.startswith("a_")]) >= 8  # the process-model round (issue 9)
     for path in FILES:
-        head = _header(path)
+        head = header(path)
         assert head.get("expect"), f"{path.name} has no '# expect:' header"
         assert set(head["expect"].split("|")) <= {"ok", "timeout", "error", "memory", "killed"}, path.name
 
@@ -188,7 +179,7 @@ def test_corpus_is_large_enough():
 def test_hostile_program(path: Path, sandbox, world):
     sb, pure_base, impure_base = sandbox
     ctx, snapshot, listener = world
-    head = _header(path)
+    head = header(path)
     if head.get("guard"):
         guard = sb.run(Job((HOSTILE / f"{head['guard']}.py").read_text(), args=(ctx,)))
         assert guard.status == "ok" and guard.value == 0, f"containment not proven by {head['guard']}: {guard}"

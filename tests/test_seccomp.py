@@ -28,7 +28,8 @@ import pytest
 
 from codethinker import _seccomp as sc
 
-HOSTILE = Path(__file__).parent / "hostile"
+from ._hostile import HOSTILE, header
+
 S_FILES = sorted(HOSTILE.glob("s_*.py"))
 LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.syscall.restype = ctypes.c_long
@@ -738,20 +739,12 @@ def test_a_second_install_stacks():
 
 
 # ----------------------------------------------------------------------------- live: hostile corpus
-def _header(path: Path) -> dict[str, str]:
-    out = {}
-    for line in path.read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        key, _, val = line[1:].partition(":")
-        out[key.strip()] = val.strip()
-    return out
 
 
 def test_seccomp_corpus_is_there():
     assert len(S_FILES) >= 5
     for path in S_FILES:
-        head = _header(path)
+        head = header(path)
         assert head.get("expect") == "ok" and "value" in head and head.get("about"), path.name
 
 
@@ -768,5 +761,5 @@ def test_hostile_program_under_the_filter(path: Path, unix_server, tmp_path: Pat
         exec(compile(source, str(path), "exec"), namespace)
         return namespace["f"](ctx)  # type: ignore[operator]
 
-    assert in_child(run) == ast.literal_eval(_header(path)["value"])
+    assert in_child(run) == ast.literal_eval(header(path)["value"])
     assert _accepted(srv) == 0
