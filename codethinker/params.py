@@ -83,3 +83,10 @@ def by_profile(value: Any, base: dict[str, Any]) -> Any:
     if profile not in value:
         raise ParamsError(f"parameter {value!r} has no value for profile {profile!r}")
     return value[profile]
+
+
+def trace_thoughts(base: dict[str, Any], path: str | os.PathLike[str] = "params.yaml") -> bool:
+    """Whether the policy's SFT traces carry thoughts (``contra_sft.teacher`` is not ``none``):
+    the stages that size a response budget from the truths read it."""
+    teacher = load_params(path).get("contra_sft", {}).get("teacher", "template")
+    return by_profile(teacher, base) != "none"

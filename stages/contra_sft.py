@@ -19,7 +19,7 @@ from codethinker.contra.tracer import Flow
 from codethinker.data.funnel import build_funnel, funnel_markdown
 from codethinker.data.io import atomic_write, read_jsonl, write_json, write_jsonl
 from codethinker.data.llm import ChatClient, ChatConfig
-from codethinker.data.sft import extract_traces, grpo_record, sft_record, split_by_function
+from codethinker.data.sft import extract_traces, grpo_record, sample_source, sft_record, split_by_function
 from codethinker.params import by_profile, load_section
 from codethinker.tracking import stage_run
 
@@ -34,12 +34,27 @@ def _parquet(path: Path, rows: list[dict]) -> None:
         pd.DataFrame(rows).to_parquet(fh, index=False)
 
 
+def split_synth(samples: list[dict], seed: int, n_eval: int, n_grpo: int) -> tuple[list, list, list]:
+    """Generated programs: (SFT, GRPO, held-out) by function; held-out and GRPO take the first
+    ``n_eval`` and the next ``n_grpo`` functions in an order fixed by (seed, task_id)."""
+    order, _ = split_by_function(samples, seed, halves=1)
+    fns = list(dict.fromkeys(s["task_id"] for s in order))
+    held, grpo = set(fns[:n_eval]), set(fns[n_eval : n_eval + n_grpo])
+    pick = lambda keep: [s for s in order if keep(s["task_id"])]  # noqa: E731
+    return pick(lambda t: t not in held and t not in grpo), pick(grpo.__contains__), pick(held.__contains__)
+
+
 def run(params: dict) -> dict:
     base = params["base"]
     seed = int(base.get("seed", 0))
+    prompt = str(by_profile(params.get("prompt", "instruct"), base))
     samples = read_jsonl(IN, {"id": str, "task_id": str, "truth": str})
-    sft_half, grpo_half = split_by_function(samples, seed)
-    teacher = params.get("teacher", "template")
+    synth = [s for s in samples if sample_source(s) == "synth"]
+    split = by_profile(params.get("synth_split", {}), base) or {}
+    synth_sft, synth_grpo, synth_eval = split_synth(synth, seed, int(split.get("eval", 0)), int(split.get("grpo", 0)))
+    sft_half, grpo_half = split_by_function([s for s in samples if sample_source(s) == "leetcode"], seed)
+    sft_half = synth_sft + sft_half
+    teacher = str(by_profile(params.get("teacher", "template"), base))
     clients = []
     if teacher == "llm":
         cfg = ChatConfig.from_params(params.get("llm", {}))
@@ -52,20 +67,25 @@ def run(params: dict) -> dict:
     finally:
         for c in clients:
             c.close()
-    sft_rows = [sft_record(s, f, t) for s, f, t in zip(sft_half, flows, traces, strict=True) if t is not None]
+    sft_rows = [sft_record(s, f, t, prompt) for s, f, t in zip(sft_half, flows, traces, strict=True) if t is not None]
     # Held-out GRPO prompts: whole functions, the first ones of the GRPO half's order.
     n_eval = int(by_profile(params.get("eval_functions", 8), base))
     grpo_fns = list(dict.fromkeys(s["task_id"] for s in grpo_half))
     held = set(grpo_fns[:n_eval])
     src = params.get("data_source", "leetcode_reasoning")
-    train = [s for s in grpo_half if s["task_id"] not in held]
-    evals = [s for s in grpo_half if s["task_id"] in held]
+    train = synth_grpo + [s for s in grpo_half if s["task_id"] not in held]
+    evals = synth_eval + [s for s in grpo_half if s["task_id"] in held]
     write_jsonl(OUT / "sft.jsonl", sft_rows)
-    _parquet(OUT / "grpo_train.parquet", [grpo_record(s, src, "train", i) for i, s in enumerate(train)])
-    _parquet(OUT / "grpo_eval.parquet", [grpo_record(s, src, "eval", i) for i, s in enumerate(evals)])
+    _parquet(OUT / "grpo_train.parquet", [grpo_record(s, src, "train", i, prompt) for i, s in enumerate(train)])
+    _parquet(OUT / "grpo_eval.parquet", [grpo_record(s, src, "eval", i, prompt) for i, s in enumerate(evals)])
+    by_source = lambda rows: {k: sum(sample_source(r) == k for r in rows) for k in ("synth", "leetcode")}  # noqa: E731
     metrics = {
         "teacher": teacher,
+        "prompt": prompt,
         "samples_in": len(samples),
+        "sft_by_source": by_source(sft_rows),
+        "grpo_train_by_source": by_source(train),
+        "grpo_eval_by_source": by_source(evals),
         "sft_candidates": len(sft_half),
         "traces": len(sft_rows),
         "rejected": dict(rejected.most_common()),
@@ -95,7 +115,7 @@ def main() -> None:
     params = load_section("contra_sft")
     with stage_run("contra_sft", params) as tracked:
         metrics = run(params)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k != "teacher"})
+        tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("teacher", "prompt")})
         tracked.log_artifact(FUNNEL_MD)
     print(f"contra_sft: SFT {metrics['sft']} traces, GRPO {metrics['grpo_train']} + {metrics['grpo_eval']} held out")
 

@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.model not in models:
         raise SystemExit(f"evaluate: no model {args.model!r} in evaluate.models; known: {', '.join(models)}")
     item = models[args.model]
-    spec = ModelSpec(args.model, str(item["model"]), item.get("adapter"), item.get("format", "contra"))
+    fmt = str(by_profile(item.get("format", "contra"), base))
+    spec = ModelSpec(args.model, str(item["model"]), item.get("adapter"), fmt)
     problem = model_problem(spec)
     if problem:
         raise SystemExit(f"evaluate: {problem}")

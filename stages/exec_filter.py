@@ -1,7 +1,8 @@
 """Stage exec_filter (funnel step 3): run each (function, input) in the sandbox under the tracer.
 
 Run: ``python -m stages.exec_filter`` (or ``dvc repro exec_filter``). Reads ``params.yaml:
-exec_filter`` and ``data/gen_inputs/inputs.jsonl``; writes ``data/exec_filter/samples.jsonl``
+exec_filter``, ``data/gen_inputs/inputs.jsonl`` (LeetCode) and ``data/synth/inputs.jsonl`` (short
+generated programs); writes ``data/exec_filter/samples.jsonl``
 (expected output + ConTra truth JSON per kept sample) and ``metrics/exec_filter.json`` (drop
 reasons, see :mod:`codethinker.data.execute`).
 """
@@ -19,14 +20,14 @@ from codethinker.params import load_section
 from codethinker.sandbox import SandboxConfig
 from codethinker.tracking import stage_run
 
-IN = Path("data/gen_inputs/inputs.jsonl")
+INS = (Path("data/gen_inputs/inputs.jsonl"), Path("data/synth/inputs.jsonl"))
 OUT = Path("data/exec_filter/samples.jsonl")
 METRICS = Path("metrics/exec_filter.json")
 FIELDS = {"task_id": str, "entry": str, "code": str, "inputs": list}
 
 
 def run(params: dict) -> dict:
-    records = read_jsonl(IN, FIELDS)
+    records = [r for path in INS for r in read_jsonl(path, FIELDS)]
     config = SandboxConfig(
         timeout_s=float(params.get("timeout_s", 2.0)),
         memory_mb=int(params.get("memory_mb", 1024)),

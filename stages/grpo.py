@@ -17,7 +17,7 @@ from pathlib import Path
 
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.params import load_params, load_section
+from codethinker.params import load_params, load_section, trace_thoughts
 from codethinker.tracking import stage_run
 from codethinker.training.common import resolve_profile
 from codethinker.training.grpo import grpo_params
@@ -32,6 +32,7 @@ def main() -> None:
     data, out = Path(section.pop("data")), Path(section.pop("out"))
     model = str(section.pop("init", None) or load_params().get("model", {}).get("base", "models/base"))
     section.setdefault("seed", int(base.get("seed", 0)))
+    section.setdefault("trace_thoughts", trace_thoughts(base))
     p = grpo_params(section)
     with stage_run("grpo", {"init": model, **section}) as run:
         if p.backend == "verl":

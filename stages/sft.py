@@ -1,10 +1,10 @@
-"""Stage sft: LoRA SFT of the policy on the ConTra traces (paper: LoRA, 3 epochs).
+"""Stage sft: SFT of the policy on the ConTra traces (paper: LoRA, 3 epochs; from scratch: full).
 
     python -m stages.sft          # or: dvc repro sft
 
 Reads ``params.yaml`` ``sft`` (profile-dependent values resolved by ``base.profile``) and
-``model.base``; input ``data/contra_sft/sft.jsonl``. Writes ``models/sft/adapter`` (PEFT),
-``models/sft/merged`` (what vLLM and the grpo stage load), checkpoints in
+``model.base``; input ``data/contra_sft/sft.jsonl``. Writes ``models/sft/merged`` (what vLLM and
+the grpo stage load), ``models/sft/adapter`` (PEFT, with ``finetune: lora``), checkpoints in
 ``models/sft/checkpoints`` (a restarted run resumes from the last one), ``metrics/sft.json`` and
 the loss curve ``plots/sft_loss.csv``; metrics go to MLflow as the ``sft`` child run.
 """
@@ -36,7 +36,8 @@ def main() -> None:
             PLOT.parent.mkdir(parents=True, exist_ok=True)
             PLOT.write_text((out / "train_log.csv").read_text())
         run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
-        run.log_artifact(out / "adapter", "adapter")
+        if p.finetune == "lora":
+            run.log_artifact(out / "adapter", "adapter")
     write_json(METRICS, {"model": model, **metrics})
     print(
         f"sft: {metrics['steps']} steps, loss {metrics['first_loss']} -> {metrics['last_loss']}, "

@@ -3,9 +3,10 @@
     python -m stages.train_eval   # or: dvc repro train_eval
 
 Reads ``params.yaml`` ``train_eval`` and ``model.base``; input
-``data/contra_sft/grpo_eval.parquet`` (functions held out of GRPO training). Writes the DVC
-metrics ``metrics/train_eval.json`` (format-valid rate, mean CRM reward, RCS, answer accuracy,
-mean response tokens per phase) and logs them to MLflow as the ``train_eval`` child run.
+``data/contra_sft/grpo_eval.parquet`` (functions held out of SFT and GRPO training). Writes the DVC
+metrics ``metrics/train_eval.json`` (per phase and source: format-valid rate, mean CRM reward, RCS,
+answer accuracy, truncated share, mean response tokens, each with its 95% bootstrap interval; the
+paired interval of GRPO - SFT) and logs them to MLflow as the ``train_eval`` child run.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from pathlib import Path
 
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.params import load_params, load_section
+from codethinker.params import load_params, load_section, trace_thoughts
 from codethinker.tracking import stage_run
 from codethinker.training.common import from_dict, resolve_profile
 from codethinker.training.grpo import load_grpo_rows
+from codethinker.training.train_eval import METRICS as METRIC_NAMES
 from codethinker.training.train_eval import EvalParams, run_train_eval
 
 METRICS = Path("metrics/train_eval.json")
+SOURCES = ("synth", "leetcode")
 
 
 def main() -> None:
@@ -32,6 +35,7 @@ def main() -> None:
     models.setdefault("before_sft", load_params().get("model", {}).get("base", "models/base"))
     models["before_sft"] = models["before_sft"] or load_params().get("model", {}).get("base", "models/base")
     section.setdefault("seed", int(base.get("seed", 0)))
+    section.setdefault("trace_thoughts", trace_thoughts(base))
     p = from_dict(EvalParams, section)
     rows, _ = load_grpo_rows(data)
     with stage_run("train_eval", {"models": models, **section}) as run:
@@ -41,10 +45,20 @@ def main() -> None:
             raise SystemExit(f"train_eval: {exc}") from None
         run.log_metrics(result)
     write_json(METRICS, result)
-    cols = ("fmt_rate", "reward", "rcs", "answer_acc", "response_tokens")
-    print("phase        " + "  ".join(f"{c:>15}" for c in cols))
-    for name, m in result.items():
-        print(f"{name:12} " + "  ".join(f"{m.get(c, float('nan')):15.3f}" for c in cols))
+    print(f"train_eval: response limit {result['max_tokens']} tokens; mean [95% CI] over held-out prompts")
+    for source in dict.fromkeys(k for m in result.values() if isinstance(m, dict) for k in m if k in SOURCES):
+        print(f"-- {source}\n{'phase':12} " + "  ".join(f"{c:>22}" for c in METRIC_NAMES))
+        for name, m in result.items():
+            if isinstance(m, dict) and source in m and name != "grpo_vs_sft":
+                row = m[source]
+                cells = [f"{row[c]:.3f} [{row[c + '_ci_low']:.2f}, {row[c + '_ci_high']:.2f}]" for c in METRIC_NAMES]
+                print(f"{name:12} " + "  ".join(f"{c:>22}" for c in cells))
+        diff = result.get("grpo_vs_sft", {}).get(source)
+        if diff:
+            print(
+                f"{'GRPO - SFT':12} reward {diff['reward_diff']:+.3f} "
+                f"[{diff['reward_diff_ci_low']:+.3f}, {diff['reward_diff_ci_high']:+.3f}]"
+            )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,15 @@ from collections.abc import Sequence
 
 from codethinker.contra.tracer import Flow
 
-__all__ = ["TAGS", "THOUGHT_PLACEHOLDER", "render_prompt", "render_trace", "skeleton", "vanilla_prompt"]
+__all__ = [
+    "PROMPT_STYLES",
+    "TAGS",
+    "THOUGHT_PLACEHOLDER",
+    "render_prompt",
+    "render_trace",
+    "skeleton",
+    "vanilla_prompt",
+]
 
 TAGS = (
     "[TRACE]",
@@ -102,9 +110,25 @@ Input: {entry}({input})
 """
 
 
-def render_prompt(flow: Flow) -> list[dict[str, str]]:
-    """Zero-shot ConTra chat prompt for a flow (the model sees code and input only)."""
-    text = PROMPT.format(entry=flow.entry, listing=code_listing(flow.lines), input=flow.input)
+# ``bare``: the numbered code and the call only, for a policy trained from scratch on ConTra rows
+# (it has never read instructions; the fixed text would be ~40% of every training sequence).
+BARE_PROMPT = """[CODE]
+{listing}
+[/CODE]
+
+Input: {entry}({input})
+"""
+PROMPT_STYLES = {"instruct": PROMPT, "bare": BARE_PROMPT}
+
+
+def render_prompt(flow: Flow, style: str = "instruct") -> list[dict[str, str]]:
+    """ConTra chat prompt for a flow (the model sees code and input only).
+
+    ``style``: ``instruct`` (zero-shot: the format explained) or ``bare`` (the code and the call).
+    """
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"prompt style must be one of {', '.join(PROMPT_STYLES)}, got {style!r}")
+    text = PROMPT_STYLES[style].format(entry=flow.entry, listing=code_listing(flow.lines), input=flow.input)
     return [{"role": "user", "content": text}]
 
 

@@ -246,14 +246,14 @@ def extract_trace(answer: str) -> str | None:
     return "\n".join(lines[starts[0] : ends[-1] + 1])
 
 
-def check_trace(text: str, flow: Flow) -> str | None:
+def check_trace(text: str, flow: Flow, require_thoughts: bool = True) -> str | None:
     """``None`` when the trace may be kept, else the rejection reason."""
     v = validate(text, flow)
     if not v.ok:
         return f"invalid_{v.reason}"
     if any(THOUGHT_PLACEHOLDER in pb.thought for pb in v.blocks):
         return "placeholder_left"
-    if any(not pb.thought.strip() for pb in v.blocks):
+    if require_thoughts and any(not pb.thought.strip() for pb in v.blocks):
         return "empty_thought"
     for pb, tb in zip(v.blocks, flow.blocks, strict=True):
         if pb.locals is None or not strict_equal(pb.locals, tb.locals):
@@ -268,39 +268,55 @@ def template_trace(flow: Flow) -> str:
 
 
 # --------------------------------------------------------------------------- split and records
-def split_by_function(samples: list[dict[str, Any]], seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split_by_function(
+    samples: list[dict[str, Any]], seed: int, halves: int = 2
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Two halves with (nearly) equal sample counts; each function's samples go to one half.
 
     Functions are taken in an order fixed by a hash of (seed, task_id) and each goes to the
-    half that has fewer samples so far.
+    half that has fewer samples so far. ``halves=1``: every sample in the first, in that order.
     """
     by_fn: dict[str, list[dict[str, Any]]] = {}
     for s in samples:
         by_fn.setdefault(s["task_id"], []).append(s)
     order = sorted(by_fn, key=lambda t: hashlib.sha256(f"{seed}\x1f{t}".encode()).digest())
-    halves: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    out: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     for t in order:
-        target = 0 if len(halves[0]) <= len(halves[1]) else 1
-        halves[target].extend(by_fn[t])
-    return halves
+        target = 0 if halves == 1 or len(out[0]) <= len(out[1]) else 1
+        out[target].extend(by_fn[t])
+    return out
 
 
-def sft_record(sample: dict[str, Any], flow: Flow, trace: str) -> dict[str, Any]:
+def sample_source(sample: dict[str, Any]) -> str:
+    """``synth`` for the generated curriculum programs (task ids ``synth/...``), else ``leetcode``."""
+    return "synth" if str(sample["task_id"]).startswith("synth/") else "leetcode"
+
+
+def sft_record(sample: dict[str, Any], flow: Flow, trace: str, prompt: str = "instruct") -> dict[str, Any]:
     return {
         "id": sample["id"],
         "task_id": sample["task_id"],
-        "messages": [*render_prompt(flow), {"role": "assistant", "content": trace}],
+        "source": sample_source(sample),
+        "messages": [*render_prompt(flow, prompt), {"role": "assistant", "content": trace}],
     }
 
 
-def grpo_record(sample: dict[str, Any], data_source: str, split: str, index: int) -> dict[str, Any]:
+def grpo_record(
+    sample: dict[str, Any], data_source: str, split: str, index: int, prompt: str = "instruct"
+) -> dict[str, Any]:
     """One row of verl's RL parquet schema; the reward reads ``reward_model.ground_truth``."""
     return {
         "data_source": data_source,
-        "prompt": render_prompt(Flow.from_json(sample["truth"])),
+        "prompt": render_prompt(Flow.from_json(sample["truth"]), prompt),
         "ability": "code_reasoning",
         "reward_model": {"style": "rule", "ground_truth": sample["truth"]},
-        "extra_info": {"id": sample["id"], "task_id": sample["task_id"], "split": split, "index": index},
+        "extra_info": {
+            "id": sample["id"],
+            "task_id": sample["task_id"],
+            "source": sample_source(sample),
+            "split": split,
+            "index": index,
+        },
     }
 
 
@@ -313,22 +329,24 @@ def extract_traces(
 ) -> tuple[list[str | None], Counter[str]]:
     """Rejection sampling: one kept trace (or ``None``) per flow, and rejections by reason.
 
-    ``template``: one attempt each. ``llm``: one attempt per client in ``clients`` (clients
-    differ in their sampling seed), stopping for a flow at its first kept trace.
+    ``template``: one attempt each. ``none``: the trace with empty ``[THOUGHT]`` blocks (code,
+    LOCALS and RETURN only: the shortest rows, for a policy trained from scratch). ``llm``: one
+    attempt per client in ``clients`` (clients differ in their sampling seed), stopping for a
+    flow at its first kept trace.
     """
     rejected: Counter[str] = Counter()
     kept: list[str | None] = [None] * len(flows)
-    if teacher == "template":
+    if teacher in ("template", "none"):
         for i, flow in enumerate(flows):
-            text = template_trace(flow)
-            reason = check_trace(text, flow)
+            text = template_trace(flow) if teacher == "template" else render_trace(flow)
+            reason = check_trace(text, flow, require_thoughts=teacher == "template")
             if reason is None:
                 kept[i] = text
             else:
                 rejected[reason] += 1
         return kept, rejected
     if teacher != "llm":
-        raise ValueError(f"contra_sft.teacher must be 'template' or 'llm', got {teacher!r}")
+        raise ValueError(f"contra_sft.teacher must be 'template', 'none' or 'llm', got {teacher!r}")
     if not clients:
         raise ValueError("the llm teacher needs at least one ChatClient")
     for client in clients:

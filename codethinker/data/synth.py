@@ -35,8 +35,9 @@ class SynthProgram:
 
 
 class _Gen:
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, max_statements: int = 3, max_params: int = 2) -> None:
         self.r = rng
+        self.max_statements, self.max_params = max_statements, max_params
         self.ints: list[str] = []
         self.lists: list[str] = []  # lists of ints, never empty
         self.strs: list[str] = []
@@ -119,7 +120,7 @@ class _Gen:
     def program(self) -> SynthProgram:
         r = self.r
         params, args = [], []
-        for _ in range(r.randint(1, 2)):
+        for _ in range(r.randint(1, self.max_params)):
             kind = r.choice(["int", "list", "str"])
             if kind == "int":
                 v = self.fresh(_INT_NAMES)
@@ -135,7 +136,7 @@ class _Gen:
                 args.append(repr("".join(r.choice("abcdeiou") for _ in range(r.randint(2, 5)))))
             params.append(v)
         body: list[str] = []
-        for _ in range(r.randint(1, 3)):
+        for _ in range(r.randint(1, self.max_statements)):
             body += self.statement()
         pool = self.ints + self.lists + self.strs
         ret = r.choice(pool[len(params) :] or pool)
@@ -143,15 +144,21 @@ class _Gen:
         return SynthProgram("\n".join(lines) + "\n", ", ".join(args))
 
 
-def generate(n: int, seed: int = 0) -> list[SynthProgram]:
-    """``n`` distinct programs (by source and input), deterministic in ``seed``."""
+def generate(n: int, seed: int = 0, max_statements: int = 3, max_params: int = 2) -> list[SynthProgram]:
+    """``n`` distinct programs (by source and input), deterministic in ``seed``.
+
+    Each has 1..``max_params`` parameters and 1..``max_statements`` generated statements (an
+    ``if``/``else``, ``for`` or ``while`` statement counts as one) before its ``return``.
+    """
+    if max_statements < 1 or max_params < 1:
+        raise ValueError("max_statements and max_params must be >= 1")
     rng = random.Random(seed)
     out: list[SynthProgram] = []
     seen: set[tuple[str, str]] = set()
     tries = 0
     while len(out) < n and tries < 50 * n + 100:
         tries += 1
-        prog = _Gen(rng).program()
+        prog = _Gen(rng, max_statements, max_params).program()
         if (prog.source, prog.input) not in seen:
             seen.add((prog.source, prog.input))
             out.append(prog)

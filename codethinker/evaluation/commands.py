@@ -20,6 +20,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from codethinker.evaluation.harness import FORMATS
+
 __all__ = ["CommandError", "add_eval_arguments", "add_report_arguments", "run_eval", "run_report"]
 
 
@@ -38,9 +40,10 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--adapter", help="LoRA adapter folder to apply on top of --model")
     p.add_argument(
         "--format",
-        choices=["contra", "vanilla"],
+        choices=list(FORMATS),
         default="contra",
-        help="zero-shot ConTra prompt (default) or the CRUXEval-style `assert f(x) == ??` prompt",
+        help="zero-shot ConTra prompt (default), the bare ConTra prompt of a from-scratch policy "
+        "(contra-bare), or the CRUXEval-style `assert f(x) == ??` prompt (vanilla)",
     )
     p.add_argument("--runs", type=int, default=5, help="sampled runs, seeds seed..seed+runs-1 (default 5)")
     p.add_argument("--limit", type=int, help="first N traced samples per benchmark (default: all)")

@@ -60,9 +60,15 @@ __all__ = [
     "summarize",
 ]
 
-FORMATS = ("contra", "vanilla")
-STOP = {"contra": ["[/TRACE]"], "vanilla": ["[/ANSWER]"]}
-ANSWER_GROUP = {"contra": ("[RETURN]", "[/RETURN]"), "vanilla": ("[ANSWER]", "[/ANSWER]")}
+# contra: zero-shot ConTra (the format explained); contra-bare: the code and the call only, as the
+# from-scratch micro policy was trained (contra_sft.prompt: bare); vanilla: CRUXEval's assertion.
+FORMATS = ("contra", "contra-bare", "vanilla")
+STOP = {"contra": ["[/TRACE]"], "contra-bare": ["[/TRACE]"], "vanilla": ["[/ANSWER]"]}
+ANSWER_GROUP = {
+    "contra": ("[RETURN]", "[/RETURN]"),
+    "contra-bare": ("[RETURN]", "[/RETURN]"),
+    "vanilla": ("[ANSWER]", "[/ANSWER]"),
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,9 @@ class ModelSpec:
     name: str = field(metadata={"help": "label in tables and in metrics/eval/<name>/ (e.g. base, sft, grpo)"})
     model: str = field(metadata={"help": "HF model id or local folder (a base, or a merged SFT/GRPO output)"})
     adapter: str | None = field(default=None, metadata={"help": "LoRA adapter folder applied on top of `model`"})
-    format: str = field(default="contra", metadata={"help": "prompt format: contra (zero-shot ConTra) | vanilla"})
+    format: str = field(
+        default="contra", metadata={"help": "prompt format: contra (zero-shot ConTra) | contra-bare | vanilla"}
+    )
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -176,8 +184,8 @@ def close_engine(engine: Any) -> None:
 def prompt_messages(sample: Sample, fmt: str) -> list[dict[str, str]]:
     """Both formats show the same normalized program (the one the LINENOs number)."""
     flow = sample.flow
-    if fmt == "contra":
-        return render_prompt(flow)
+    if fmt in ("contra", "contra-bare"):
+        return render_prompt(flow, "bare" if fmt == "contra-bare" else "instruct")
     return vanilla_prompt("\n".join(flow.lines), flow.entry, flow.input)
 
 
@@ -224,7 +232,7 @@ def judge(text: str, sample: Sample, fmt: str) -> dict[str, Any]:
     flow = sample.flow
     found, prediction = extract_answer(text, fmt)
     passed = found and harness_equal(flow.output, prediction)
-    if fmt == "contra":
+    if fmt in ("contra", "contra-bare"):
         s = crm_score(text, flow)
         fmt_ok, rcs, strict, reason = s["fmt"], float(s["rcs"]), s["answer_ok"], s["reason"]
     else:

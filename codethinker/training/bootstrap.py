@@ -1,7 +1,9 @@
-"""A tiny random Qwen2 causal LM with the real Qwen2 tokenizer: the default profile's policy.
+"""A tiny random Qwen2 causal LM: the default profile's policy, trained from scratch by SFT.
 
-It exists so the whole pipeline (SFT, GRPO, vLLM rollouts, evaluation) runs on two CPU cores
-without a model hub. Shape constraints come from vLLM's CPU build: head dimension >= 64
+It exists so the whole pipeline (SFT, GRPO, vLLM rollouts, evaluation) runs and learns on two CPU
+cores without a model hub. Its tokenizer is either one trained on the project's SFT corpus
+(:func:`codethinker.training.tokenizer.train_bpe`) or the real Qwen2 tokenizer from a folder.
+Shape constraints come from vLLM's CPU build: head dimension >= 64
 (``hidden_size / num_attention_heads``). The chat template is Qwen2's plain ChatML.
 
 >>> build_tiny_model(Path("models/base"), Path("../shared/models/qwen2-tokenizer"))  # doctest: +SKIP
@@ -59,10 +61,11 @@ def load_tokenizer(tokenizer_dir: Path) -> Any:
     return tok
 
 
-def build_tiny_model(out_dir: Path, tokenizer_dir: Path, seed: int = 0, **shape: Any) -> Path:
+def build_tiny_model(out_dir: Path, tokenizer: Path | Any, seed: int = 0, **shape: Any) -> Path:
     """Write a random-weight Qwen2ForCausalLM + tokenizer + ChatML template into ``out_dir``.
 
-    ``shape`` overrides :class:`TinyShape` fields. Deterministic for a given seed. Returns ``out_dir``.
+    ``tokenizer``: a folder with tokenizer files, or a tokenizer object. ``shape`` overrides
+    :class:`TinyShape` fields. Deterministic for a given seed. Returns ``out_dir``.
     """
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
@@ -71,7 +74,8 @@ def build_tiny_model(out_dir: Path, tokenizer_dir: Path, seed: int = 0, **shape:
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = TinyShape(**shape)
     spec.check()
-    tok = load_tokenizer(Path(tokenizer_dir))
+    from_dir = isinstance(tokenizer, str | Path)
+    tok = load_tokenizer(Path(tokenizer)) if from_dir else tokenizer
     tok.chat_template = CHATML_TEMPLATE
     tok.eos_token = "<|im_end|>"  # a chat model ends its turn here (as Qwen2.5-Instruct's tokenizer)
     im_end = tok.convert_tokens_to_ids("<|im_end|>")
@@ -103,7 +107,8 @@ def build_tiny_model(out_dir: Path, tokenizer_dir: Path, seed: int = 0, **shape:
         "seed": seed,
         "shape": asdict(spec),
         "vocab_size": vocab,
-        "tokenizer_dir": str(tokenizer_dir),
+        "tokenizer": str(tokenizer) if from_dir else f"trained byte-level BPE, {len(tok)} tokens",
+        "parameters": sum(p.numel() for p in model.parameters()),
     }
     (out_dir / "bootstrap.json").write_text(json.dumps(meta, indent=2) + "\n")
     return out_dir

@@ -47,6 +47,9 @@ class GRPOParams:
     epochs: float = field(default=3.0, metadata={"help": "passes over the GRPO prompts (paper: 3)"})
     max_steps: int = field(default=-1, metadata={"help": "stop after N optimizer steps (-1: epochs)"})
     max_prompts: int | None = field(default=None, metadata={"help": "use the first N prompts (None: all)"})
+    sources: list[str] | None = field(
+        default=None, metadata={"help": "train on prompts of these sources only (synth, leetcode; None: all)"}
+    )
     max_prompt_tokens: int = field(default=2048, metadata={"help": "drop prompts longer than this"})
     max_model_len: int = field(default=4096, metadata={"help": "vLLM context (prompt + response)"})
     prompts_per_step: int = field(default=2, metadata={"help": "prompts (groups) per optimizer step"})
@@ -69,6 +72,10 @@ class GRPOParams:
             "of max_model_len tokens (from the model's config.json, +20%, >= 0.25 GiB); a number = that many; "
             "null = vLLM's share of RAM (vllm_gpu_memory_utilization, 0.15). Not used on a GPU"
         },
+    )
+    trace_thoughts: bool = field(
+        default=True,
+        metadata={"help": "the policy writes thoughts (contra_sft.teacher != none): sizes max_completion_tokens auto"},
     )
     rollout: RolloutParams = field(default_factory=RolloutParams, metadata={"help": "group and sampling"})
     lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
@@ -114,22 +121,26 @@ def _plain(x: Any) -> Any:
 def load_grpo_rows(
     path: str | Path, model: str | Path | None = None, p: GRPOParams | None = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """Rows ``{"id", "prompt", "truth"}`` from the GRPO parquet; prompts longer than
-    ``p.max_prompt_tokens`` are dropped (their count is returned too)."""
+    """Rows ``{"id", "source", "prompt", "truth"}`` from the GRPO parquet (only ``p.sources``);
+    prompts longer than ``p.max_prompt_tokens`` are dropped (their count is returned too)."""
     import pandas as pd
 
     df = pd.read_parquet(path)
     rows = []
     for rec in df.to_dict("records"):
         rec = _plain(rec)
+        extra = rec.get("extra_info") or {}
         rows.append(
             {
-                "id": (rec.get("extra_info") or {}).get("id", str(len(rows))),
+                "id": extra.get("id", str(len(rows))),
+                "source": extra.get("source", "leetcode"),
                 "prompt": rec["prompt"],
                 "truth": rec["reward_model"]["ground_truth"],
             }
         )
     p = p or GRPOParams()
+    if p.sources:
+        rows = [r for r in rows if r["source"] in p.sources]
     if p.max_prompts:
         rows = rows[: p.max_prompts]
     if model is None:

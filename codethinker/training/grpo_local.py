@@ -12,6 +12,7 @@ format-valid rate, RCS, response length, and the tokens DBS generated and droppe
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -201,6 +202,15 @@ def run_grpo_local(
     t0 = time.time()
     out = Path(out)
     rows, dropped = load_grpo_rows(data, model, p)
+    if not rows:
+        raise ValueError(f"{data}: no GRPO prompts left (sources={p.sources}, max_prompts={p.max_prompts})")
+    if p.rollout.max_completion_tokens == "auto":
+        from transformers import AutoTokenizer
+
+        from codethinker.training.train_eval import truth_token_budget
+
+        budget = truth_token_budget(AutoTokenizer.from_pretrained(str(model)), rows, p.trace_thoughts)
+        p = dataclasses.replace(p, rollout=dataclasses.replace(p.rollout, max_completion_tokens=budget))
     rows_hash = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]  # the rows it trains on
     fingerprint = {
         "params": asdict(p),
@@ -239,6 +249,7 @@ def run_grpo_local(
         "backend": "local",
         "rollout_engine": rollout.kind,
         "prompts": len(rows),
+        "max_completion_tokens": p.rollout.max_completion_tokens,
         "dropped_long_prompts": dropped,
         "steps": int(trainer.state.global_step),
         "train_loss": float(result.training_loss),

@@ -33,7 +33,10 @@ __all__ = ["Rollout", "RolloutParams", "make_engine", "prompt_key"]
 class RolloutParams:
     n_regular: int = field(default=4, metadata={"help": "regular samples per prompt (paper: 4)"})
     n_dbs: int = field(default=4, metadata={"help": "DBS samples per prompt (paper: 4); 0 turns DBS off"})
-    max_completion_tokens: int = field(default=1024, metadata={"help": "length limit of one response"})
+    max_completion_tokens: int | str = field(
+        default=1024,
+        metadata={"help": "length limit of one response; auto: 1.25 x the longest ground-truth trace of the prompts"},
+    )
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature (both kinds)"})
     block_stop: list[str] = field(
         default_factory=lambda: ["[/LOCALS]"], metadata={"help": "DBS: stop strings that end a block"}

@@ -1,11 +1,13 @@
-"""LoRA SFT on ConTra traces (paper §4.1: LoRA, 3 epochs) with TRL's SFTTrainer.
+"""SFT on ConTra traces with TRL's SFTTrainer: LoRA (paper §4.1: LoRA, 3 epochs) for a pretrained
+policy, full fine-tuning for one trained from scratch (LoRA on random weights learns little).
 
 Input: chat JSONL rows ``{"id", "messages": [{"role": "user", ...}, {"role": "assistant", ...}]}``.
 Each row becomes a conversational prompt/completion pair, so the chat template renders both and
 the loss covers the assistant's tokens only (TRL's ``completion_only_loss``). Rows longer than
 ``max_length`` tokens are dropped, not cut (a cut trace teaches an unfinished format).
-Outputs: ``<out>/adapter`` (PEFT) and ``<out>/merged`` (the adapter merged into the base, with
-the tokenizer: what vLLM and the next stage load); checkpoints in ``<out>/checkpoints``.
+Outputs: ``<out>/merged`` (the adapter merged into the base, or the fully fine-tuned model, with
+the tokenizer: what vLLM and the next stage load), ``<out>/adapter`` (PEFT; LoRA only) and
+checkpoints in ``<out>/checkpoints``. Batches group rows of similar length (less padding).
 
 >>> run_sft("models/base", "data/contra_sft/sft.jsonl", Path("models/sft"), SFTParams())  # doctest: +SKIP
 """
@@ -32,8 +34,12 @@ from codethinker.training.common import (
 __all__ = ["SFTParams", "load_sft_rows", "make_sft_trainer", "run_sft", "to_prompt_completion"]
 
 
+FINETUNE = ("lora", "full")
+
+
 @dataclass
 class SFTParams:
+    finetune: str = field(default="lora", metadata={"help": "lora (pretrained policy) | full (trained from scratch)"})
     epochs: float = field(default=3.0, metadata={"help": "passes over the data (paper: 3)"})
     max_steps: int = field(default=-1, metadata={"help": "stop after this many optimizer steps (-1: epochs)"})
     max_samples: int | None = field(default=None, metadata={"help": "use the first N rows that fit (None: all)"})
@@ -47,6 +53,10 @@ class SFTParams:
     logging_steps: int = field(default=1, metadata={"help": "log every N steps"})
     seed: int = field(default=0, metadata={"help": "data order and LoRA init"})
     lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
+
+    def __post_init__(self) -> None:
+        if self.finetune not in FINETUNE:
+            raise ValueError(f"sft.finetune must be one of {', '.join(FINETUNE)}, got {self.finetune!r}")
 
 
 def load_sft_rows(path: str | Path, max_samples: int | None = None) -> list[dict[str, Any]]:
@@ -82,7 +92,7 @@ def make_sft_trainer(
         args=args,
         train_dataset=ds,
         processing_class=tok,
-        peft_config=p.lora.peft(),
+        peft_config=p.lora.peft() if p.finetune == "lora" else None,
         callbacks=callbacks or [],
     )
 
@@ -139,6 +149,7 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         data_seed=p.seed,
         max_length=p.max_length,
         completion_only_loss=True,
+        train_sampling_strategy="group_by_length",
         dataloader_num_workers=0,
         **precision(),
     )
@@ -148,9 +159,11 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     trainer = make_sft_trainer(model, tok, ds, args, p, callbacks=[cb])
     resume = last_checkpoint(ck)
     result = trainer.train(resume_from_checkpoint=resume)
-    trainer.model.save_pretrained(str(out / "adapter"))
-    tok.save_pretrained(str(out / "adapter"))
-    merged = trainer.model.merge_and_unload()
+    merged = trainer.model
+    if p.finetune == "lora":
+        trainer.model.save_pretrained(str(out / "adapter"))
+        tok.save_pretrained(str(out / "adapter"))
+        merged = trainer.model.merge_and_unload()
     merged.save_pretrained(str(out / "merged"), safe_serialization=True)
     tok.save_pretrained(str(out / "merged"))
     losses = [h["loss"] for h in cb.history if "loss" in h]

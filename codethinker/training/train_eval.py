@@ -1,6 +1,11 @@
 """Before SFT / after SFT / after GRPO on held-out GRPO prompts: format-valid rate, mean CRM
-reward, RCS, answer accuracy and mean response tokens (one greedy response per prompt unless
-``samples`` > 1).
+reward, RCS, answer accuracy, the share of answers cut by the token limit and mean response tokens
+(one greedy response per prompt unless ``samples`` > 1), each with a 95% bootstrap interval over
+prompts, reported per source (``synth``: held-out generated programs; ``leetcode``: held-out
+LeetCode functions), and the paired interval of the reward change after GRPO vs after SFT.
+
+The response limit ``max_tokens: auto`` comes from the truths: the longest ground-truth trace
+among the evaluated prompts (with the template teacher's thoughts) in the model's tokens, x 1.25.
 
 Models are evaluated one after another, each in a fresh engine (vLLM where it runs, else
 transformers' generate), so only one is in memory at a time.
@@ -24,7 +29,10 @@ MAX_SEQS = 256  # vLLM's CPU default for max_num_seqs: the most sequences an eng
 @dataclass
 class EvalParams:
     max_prompts: int | None = field(default=None, metadata={"help": "first N held-out prompts (None: all)"})
-    max_tokens: int = field(default=1024, metadata={"help": "response length limit"})
+    max_tokens: int | str = field(
+        default="auto",
+        metadata={"help": "response length limit; auto: 1.25 x the longest ground-truth trace of the prompts"},
+    )
     temperature: float = field(default=0.0, metadata={"help": "0: greedy"})
     samples: int = field(default=1, metadata={"help": "responses per prompt"})
     engine: str = field(default="auto", metadata={"help": "vllm | hf | auto"})
@@ -36,6 +44,10 @@ class EvalParams:
             "(at most 256 sequences) of max_model_len tokens (from the model's config.json, +20%, >= 0.25 GiB); "
             "a number = that many; null = vLLM's share of RAM (0.15). Not used on a GPU"
         },
+    )
+    trace_thoughts: bool = field(
+        default=True,
+        metadata={"help": "the policy writes thoughts (contra_sft.teacher != none): sizes max_tokens auto"},
     )
     crm: dict[str, Any] = field(default_factory=dict, metadata={"help": "CRM switches (as in grpo)"})
     seed: int = field(default=0, metadata={"help": "sampling seed"})
@@ -56,44 +68,114 @@ class EvalParams:
         )
 
 
-def evaluate_engine(engine: Any, rows: list[dict[str, Any]], p: EvalParams) -> dict[str, float]:
+METRICS = ("fmt_rate", "reward", "rcs", "answer_acc", "truncated", "response_tokens")
+
+
+def truth_token_budget(tok: Any, rows: list[dict[str, Any]], thoughts: bool = True, margin: float = 1.25) -> int:
+    """``margin`` x the tokens of the longest ground-truth trace of ``rows`` (with the template
+    teacher's thoughts, or with empty ones for a policy trained on ``contra_sft.teacher: none``)."""
+    from codethinker.contra.render import render_trace
+    from codethinker.contra.tracer import Flow
+    from codethinker.data.sft import template_trace
+
+    render = template_trace if thoughts else render_trace
+    longest = max((len(tok(render(Flow.from_json(r["truth"]))).input_ids) for r in rows), default=0)
+    return max(16, int(longest * margin) + 8)  # + the closing tags' slack
+
+
+def score_prompts(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int) -> list[dict[str, float]]:
+    """One dict of :data:`METRICS` per prompt (the mean over its ``samples`` answers)."""
     from codethinker.contra.tracer import Flow
     from codethinker.rewards.crm import CRMConfig, crm_score
 
     cfg = CRMConfig.from_dict(p.crm)
     prompts = [engine.apply_chat_template(r["prompt"]) for r in rows]
-    t0 = time.time()
     outs = engine.continue_prefixes(
-        prompts, p.samples, stop=["[/TRACE]"], max_tokens=p.max_tokens, temperature=p.temperature, seed=p.seed
+        prompts, p.samples, stop=["[/TRACE]"], max_tokens=max_tokens, temperature=p.temperature, seed=p.seed
     )
-    gen_s = time.time() - t0
-    scores, tokens = [], []
+    per_prompt = []
     for row, comps in zip(rows, outs, strict=True):
         flow = Flow.from_json(row["truth"])
+        vals = {k: 0.0 for k in METRICS}
         for c in comps:
-            scores.append(crm_score(c.text, flow, cfg))
-            tokens.append(c.n_tokens)
-    n = max(len(scores), 1)
-    return {
-        "n": len(scores),
-        "fmt_rate": sum(s["fmt"] for s in scores) / n,
-        "reward": sum(s["reward"] for s in scores) / n,
-        "rcs": sum(s["rcs"] for s in scores) / n,
-        "r_proc": sum(s["r_proc"] for s in scores) / n,
-        "answer_acc": sum(s.get("answer_ok", 0) for s in scores) / n,
-        "response_tokens": sum(tokens) / n,
-        "gen_s": round(gen_s, 1),
-    }
+            s = crm_score(c.text, flow, cfg)
+            vals["fmt_rate"] += s["fmt"]
+            vals["reward"] += s["reward"]
+            vals["rcs"] += s["rcs"]
+            vals["answer_acc"] += s.get("answer_ok", 0)
+            vals["truncated"] += float(c.finish_reason == "length")
+            vals["response_tokens"] += c.n_tokens
+        per_prompt.append({k: v / max(len(comps), 1) for k, v in vals.items()})
+    return per_prompt
 
 
-def run_train_eval(
-    models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams
-) -> dict[str, dict[str, float]]:
-    """Evaluate each named model in turn; a missing local model folder is reported, not fatal."""
+def summarize(per_prompt: list[dict[str, float]], seed: int = 0) -> dict[str, float]:
+    """Mean and 95% bootstrap interval (over prompts) of every metric."""
+    from codethinker.evaluation.stats import bootstrap_ci
+
+    out: dict[str, float] = {"n": len(per_prompt)}
+    for k in METRICS:
+        out.update(bootstrap_ci([x[k] for x in per_prompt], seed=seed).as_dict(k))
+    return out
+
+
+def evaluate_engine(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int) -> dict[str, Any]:
+    """Per source: the summary of its prompts; ``per_prompt`` keeps the raw values for paired CIs."""
+    t0 = time.time()
+    per_prompt = score_prompts(engine, rows, p, max_tokens)
+    out: dict[str, Any] = {"gen_s": round(time.time() - t0, 1), "per_prompt": per_prompt}
+    for source in dict.fromkeys(r.get("source", "leetcode") for r in rows):
+        picked = [x for x, r in zip(per_prompt, rows, strict=True) if r.get("source", "leetcode") == source]
+        out[source] = summarize(picked, p.seed)
+    return out
+
+
+def compare(after: dict[str, Any], before: dict[str, Any], rows: list[dict[str, Any]], seed: int = 0) -> dict:
+    """Per source: mean reward change (after - before) on the same prompts, with its paired 95% CI."""
+    from codethinker.evaluation.stats import paired_diff_ci
+
+    out = {}
+    for source in dict.fromkeys(r.get("source", "leetcode") for r in rows):
+        idx = [i for i, r in enumerate(rows) if r.get("source", "leetcode") == source]
+        for k in ("reward", "fmt_rate", "rcs", "answer_acc"):
+            ci = paired_diff_ci(
+                [after["per_prompt"][i][k] for i in idx], [before["per_prompt"][i][k] for i in idx], seed=seed
+            )
+            out.setdefault(source, {}).update(ci.as_dict(f"{k}_diff"))
+    return out
+
+
+def select_rows(rows: list[dict[str, Any]], max_prompts: int | None) -> list[dict[str, Any]]:
+    """The first ``max_prompts`` prompts of each source (None: all)."""
+    if not max_prompts:
+        return rows
+    taken: dict[str, int] = {}
+    out = []
+    for r in rows:
+        src = r.get("source", "leetcode")
+        if taken.get(src, 0) < max_prompts:
+            taken[src] = taken.get(src, 0) + 1
+            out.append(r)
+    return out
+
+
+def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams) -> dict[str, Any]:
+    """Evaluate each named model in turn; a missing local model folder is reported, not fatal.
+
+    Returns ``{phase: {source: summary}, "grpo_vs_sft": {source: diffs}, "max_tokens": n}``.
+    """
+    from transformers import AutoTokenizer
+
     from codethinker.training.rollout import make_engine
 
-    rows = rows[: p.max_prompts] if p.max_prompts else rows
-    out: dict[str, dict[str, float]] = {}
+    rows = select_rows(rows, p.max_prompts)
+    max_tokens = p.max_tokens
+    if max_tokens == "auto":
+        first = next((m for m in models.values() if Path(m).exists() or not str(m).startswith("models/")), None)
+        tok = AutoTokenizer.from_pretrained(str(first)) if first else None
+        max_tokens = truth_token_budget(tok, rows, p.trace_thoughts) if tok is not None else 1024
+    max_tokens = int(max_tokens)
+    out: dict[str, Any] = {"max_tokens": max_tokens}
     for name, path in models.items():
         if str(path).startswith(("models/", "./", "/")) and not Path(path).exists():
             out[name] = {"missing": 1.0}
@@ -113,9 +195,14 @@ def run_train_eval(
 
             eng = HFEngine(path)
         try:
-            out[name] = evaluate_engine(eng, rows, p)
+            out[name] = evaluate_engine(eng, rows, p, max_tokens)
         finally:
             if hasattr(eng, "close"):
                 eng.close()
             del eng
+    if "per_prompt" in out.get("after_grpo", {}) and "per_prompt" in out.get("after_sft", {}):
+        out["grpo_vs_sft"] = compare(out["after_grpo"], out["after_sft"], rows, p.seed)
+    for phase in out.values():
+        if isinstance(phase, dict):
+            phase.pop("per_prompt", None)
     return out

@@ -1,0 +1,53 @@
+"""Stage synth (curriculum): short generated functions with one literal input each.
+
+    python -m stages.synth        # or: dvc repro synth
+
+Reads ``params.yaml: synth`` (``programs``, ``seed``, ``max_statements``, ``max_params``); writes
+``data/synth/inputs.jsonl`` in ``gen_inputs``' record schema
+(``task_id`` ``synth/<n>``, ``entry``, ``code``, ``inputs``), so the same funnel runs them: the
+execution filter traces them in the sandbox, dedup compares them with the benchmark programs, and
+contra_sft renders their ConTra traces. ``programs: 0`` writes an empty file (the ``full`` profile).
+A from-scratch policy learns the trace format on these first (docs/training.md, "The micro run").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codethinker.data.io import write_json, write_jsonl
+from codethinker.data.synth import generate
+from codethinker.params import by_profile, load_section
+from codethinker.tracking import stage_run
+
+OUT = Path("data/synth/inputs.jsonl")
+METRICS = Path("metrics/synth.json")
+
+
+def records(n: int, seed: int, max_statements: int = 3, max_params: int = 2) -> list[dict]:
+    """``n`` distinct (code, input) programs as input records: one record per distinct code (its
+    inputs together, so a split by ``task_id`` never puts the same code on both sides)."""
+    by_code: dict[str, dict] = {}
+    for p in generate(n, seed=seed, max_statements=max_statements, max_params=max_params):
+        rec = by_code.setdefault(p.source, {"entry": p.entry, "code": p.source, "inputs": []})
+        rec["inputs"].append(p.input)
+    width = len(str(max(len(by_code) - 1, 0)))
+    return [{"task_id": f"synth/{i:0{width}d}", **r} for i, r in enumerate(by_code.values())]
+
+
+def main() -> None:
+    params = load_section("synth")
+    base = params["base"]
+    n = int(by_profile(params.get("programs", 0), base) or 0)
+    seed = int(params.get("seed", 0)) + int(base.get("seed", 0))
+    with stage_run("synth", params) as tracked:
+        recs = records(n, seed, int(params.get("max_statements", 3)), int(params.get("max_params", 2)))
+        pairs = sum(len(r["inputs"]) for r in recs)
+        metrics = {"requested": n, "pairs": pairs, "functions": len(recs), "not_generated": n - pairs}
+        write_jsonl(OUT, recs)
+        write_json(METRICS, metrics)
+        tracked.log_metrics(metrics)
+    print(f"synth: {metrics['pairs']} programs ({metrics['functions']} distinct functions) -> {OUT}")
+
+
+if __name__ == "__main__":
+    main()
