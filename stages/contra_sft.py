@@ -19,7 +19,8 @@ from codethinker.contra.tracer import Flow
 from codethinker.data.funnel import build_funnel, funnel_markdown
 from codethinker.data.io import atomic_write, read_jsonl, write_json, write_jsonl
 from codethinker.data.llm import ChatClient, ChatConfig
-from codethinker.data.sft import extract_traces, grpo_record, sample_source, sft_record, split_by_function
+from codethinker.data.sft import extract_traces, grpo_record, sft_record, split_by_function
+from codethinker.data.synth import sample_source
 from codethinker.params import by_profile, load_section
 from codethinker.tracking import stage_run
 

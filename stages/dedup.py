@@ -13,6 +13,7 @@ from pathlib import Path
 
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
 from codethinker.data.similarity import BUNDLED_MINILM, cached_encoder, load_encoder, similarity_filter
+from codethinker.data.synth import sample_source
 from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
@@ -32,10 +33,18 @@ def run(params: dict) -> dict:
     encode = cached_encoder(
         load_encoder(model, batch_size=int(params.get("batch_size", 32))), params.get("cache_dir"), model
     )
-    kept, per_fn, counts = similarity_filter(samples, benchmarks, encode, float(params.get("threshold", 0.9)))
+    threshold = float(params.get("threshold", 0.9))
+    synth = [s for s in samples if sample_source(s) == "synth"]
+    kept, per_fn, counts = similarity_filter(
+        [s for s in samples if sample_source(s) != "synth"], benchmarks, encode, threshold
+    )
+    metrics = {"model": model, **counts, "nearest_top5": per_fn[:5]}  # LeetCode's: the funnel's counts
+    if synth:  # the generated programs, compared with the same benchmark programs
+        kept_synth, per_fn_synth, metrics["synth"] = similarity_filter(synth, benchmarks, encode, threshold)
+        kept += kept_synth
+        per_fn = sorted(per_fn + per_fn_synth, key=lambda r: -r["max_similarity"])
     write_jsonl(OUT, kept)
     write_jsonl(SIMILARITY, per_fn)
-    metrics = {"model": model, **counts, "nearest_top5": per_fn[:5]}
     write_json(METRICS, metrics)
     return metrics
 

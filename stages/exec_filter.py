@@ -27,23 +27,31 @@ FIELDS = {"task_id": str, "entry": str, "code": str, "inputs": list}
 
 
 def run(params: dict) -> dict:
-    records = [r for path in INS for r in read_jsonl(path, FIELDS)]
+    """Both sources through the same filter; metrics: LeetCode's counts (the funnel's) at the top,
+    the generated programs' under ``synth``."""
     config = SandboxConfig(
         timeout_s=float(params.get("timeout_s", 2.0)),
         memory_mb=int(params.get("memory_mb", 1024)),
         workers=params.get("workers"),
     )
     tracer = functools.partial(trace_many, sandbox_config=config, progress="exec_filter")
-    samples, counts = exec_filter(
-        records,
-        tracer=tracer,
-        render=render_trace,
-        max_trace_chars=int(params.get("max_trace_chars", 12000)),
-        keep_none=bool(params.get("keep_none", False)),
-    )
-    write_jsonl(OUT, samples)
-    write_json(METRICS, counts)
-    return counts
+    kept, metrics = [], {}
+    for path in INS:
+        samples, counts = exec_filter(
+            read_jsonl(path, FIELDS),
+            tracer=tracer,
+            render=render_trace,
+            max_trace_chars=int(params.get("max_trace_chars", 12000)),
+            keep_none=bool(params.get("keep_none", False)),
+        )
+        kept += samples
+        if path == INS[0]:
+            metrics.update(counts)
+        else:
+            metrics["synth"] = counts
+    write_jsonl(OUT, kept)
+    write_json(METRICS, metrics)
+    return metrics
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from codethinker.data.synth import sample_source
 from codethinker.contra.render import THOUGHT_PLACEHOLDER, render_prompt, render_trace, skeleton
 from codethinker.contra.tracer import Flow
 from codethinker.contra.validate import validate
@@ -285,11 +286,6 @@ def split_by_function(
         target = 0 if halves == 1 or len(out[0]) <= len(out[1]) else 1
         out[target].extend(by_fn[t])
     return out
-
-
-def sample_source(sample: dict[str, Any]) -> str:
-    """``synth`` for the generated curriculum programs (task ids ``synth/...``), else ``leetcode``."""
-    return "synth" if str(sample["task_id"]).startswith("synth/") else "leetcode"
 
 
 def sft_record(sample: dict[str, Any], flow: Flow, trace: str, prompt: str = "instruct") -> dict[str, Any]:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["SynthProgram", "generate"]
+__all__ = ["SynthProgram", "generate", "sample_source"]
 
 _INT_NAMES = ("a", "b", "c", "n", "k", "m", "t", "total", "count", "acc", "x0", "y", "z", "res", "val")
 _LIST_NAMES = ("xs", "nums", "arr", "vals", "items", "out", "seen", "stack")
@@ -163,3 +164,8 @@ def generate(n: int, seed: int = 0, max_statements: int = 3, max_params: int = 2
             seen.add((prog.source, prog.input))
             out.append(prog)
     return out
+
+
+def sample_source(sample: dict[str, Any]) -> str:
+    """``synth`` for a generated program's sample (task id ``synth/...``, the synth stage's), else ``leetcode``."""
+    return "synth" if str(sample["task_id"]).startswith("synth/") else "leetcode"

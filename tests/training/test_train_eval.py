@@ -1,4 +1,6 @@
-"""train_eval: the before/after metrics on held-out prompts, with a scripted engine and the tiny model."""
+"""train_eval: per-source metrics with bootstrap intervals on held-out prompts, the truncation count,
+the response budget from the truths, and the paired GRPO - SFT interval; a scripted engine and the
+tiny model."""
 
 from __future__ import annotations
 
@@ -6,34 +8,97 @@ import pytest
 
 from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import Flow
+from codethinker.data.sft import template_trace
 from codethinker.engines.base import Completion
 from codethinker.training.grpo import load_grpo_rows
-from codethinker.training.train_eval import EvalParams, evaluate_engine, run_train_eval
+from codethinker.training.train_eval import (
+    EvalParams,
+    compare,
+    evaluate_engine,
+    run_train_eval,
+    select_rows,
+    truth_token_budget,
+)
 
 
 class _Oracle:
-    """Answers the true trace for half the prompts and junk for the rest."""
+    """Answers the true trace for even prompts and junk cut by the limit for odd ones."""
 
-    def __init__(self, rows):
+    def __init__(self, rows, good=lambda i: i % 2 == 0):
         self.by_prompt = {self.apply_chat_template(r["prompt"]): r["truth"] for r in rows}
-        self.calls = 0
+        self.good = good
+        self.max_tokens = None
 
     def apply_chat_template(self, messages):
         return messages[-1]["content"]
 
     def continue_prefixes(self, prefixes, n, *, stop, max_tokens, temperature=1.0, seed=None):
+        self.max_tokens = max_tokens
         out = []
         for i, p in enumerate(prefixes):
-            text = render_trace(Flow.from_json(self.by_prompt[p])) if i % 2 == 0 else "no trace"
-            out.append([Completion(text, 10 if i % 2 == 0 else 2, "stop")] * n)
+            if self.good(i):
+                out.append([Completion(render_trace(Flow.from_json(self.by_prompt[p])), 10, "stop")] * n)
+            else:
+                out.append([Completion("no trace", max_tokens, "length")] * n)
         return out
 
 
-def test_metrics_from_a_scripted_engine(grpo_parquet):
+def _with_sources(rows, sources):
+    return [{**r, "source": s} for r, s in zip(rows, sources, strict=True)]
+
+
+def test_metrics_per_source_with_intervals(grpo_parquet):
     rows, _ = load_grpo_rows(grpo_parquet)
-    m = evaluate_engine(_Oracle(rows), rows, EvalParams(max_tokens=64))
-    assert m["n"] == 4 and m["fmt_rate"] == 0.5 and m["reward"] == 2.0 and m["rcs"] == 0.5
-    assert m["answer_acc"] == 0.5 and m["response_tokens"] == 6.0
+    rows = _with_sources(rows, ["synth", "synth", "leetcode", "leetcode"])
+    m = evaluate_engine(_Oracle(rows), rows, EvalParams(), max_tokens=64)
+    for src in ("synth", "leetcode"):
+        s = m[src]
+        assert s["n"] == 2 and s["fmt_rate"] == 0.5 and s["reward"] == 2.0 and s["rcs"] == 0.5
+        assert s["answer_acc"] == 0.5 and s["truncated"] == 0.5 and s["response_tokens"] == 37.0
+        assert s["fmt_rate_ci_low"] <= s["fmt_rate"] <= s["fmt_rate_ci_high"]
+        assert s["fmt_rate_ci_low"] == 0.0 and s["fmt_rate_ci_high"] == 1.0  # two prompts: 0 or 1
+    assert len(m["per_prompt"]) == 4
+
+
+def test_grpo_vs_sft_is_paired_per_prompt(grpo_parquet):
+    rows, _ = load_grpo_rows(grpo_parquet)
+    rows = _with_sources(rows, ["synth"] * 4)
+    p = EvalParams()
+    before = evaluate_engine(_Oracle(rows, good=lambda i: i == 0), rows, p, 64)
+    after = evaluate_engine(_Oracle(rows, good=lambda i: True), rows, p, 64)
+    d = compare(after, before, rows)["synth"]
+    assert d["reward_diff"] == pytest.approx(3 * 4.0 / 4)  # three prompts gain the full reward (4.0)
+    assert d["reward_diff_ci_low"] > 0  # every prompt improves or stays: the interval excludes 0
+    same = compare(before, before, rows)["synth"]
+    assert same["reward_diff"] == same["reward_diff_ci_low"] == same["reward_diff_ci_high"] == 0.0
+
+
+def test_select_rows_caps_each_source():
+    rows = [{"source": s, "i": i} for i, s in enumerate("aabbbab")]
+    assert [r["i"] for r in select_rows(rows, 2)] == [0, 1, 2, 3]
+    assert select_rows(rows, None) == rows
+
+
+def test_budget_follows_the_longest_truth(grpo_parquet, tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    rows, _ = load_grpo_rows(grpo_parquet)
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    longest_bare = max(len(tok(render_trace(Flow.from_json(r["truth"]))).input_ids) for r in rows)
+    longest_tmpl = max(len(tok(template_trace(Flow.from_json(r["truth"]))).input_ids) for r in rows)
+    assert truth_token_budget(tok, rows, thoughts=False) == int(longest_bare * 1.25) + 8
+    assert truth_token_budget(tok, rows, thoughts=True) == int(longest_tmpl * 1.25) + 8
+    assert longest_tmpl > longest_bare
+
+
+def test_auto_budget_reaches_the_engine(grpo_parquet, tiny_model, monkeypatch):
+    rows, _ = load_grpo_rows(grpo_parquet)
+    oracle = _Oracle(rows)
+    monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", oracle))
+    out = run_train_eval({"after_sft": tiny_model}, rows, EvalParams(max_tokens="auto", trace_thoughts=False))
+    assert out["max_tokens"] == oracle.max_tokens > 16
+    assert out["after_sft"]["leetcode"]["truncated"] == 0.5
+    assert "per_prompt" not in out["after_sft"]
 
 
 @pytest.mark.slow
@@ -45,5 +110,6 @@ def test_run_train_eval_on_the_tiny_model(tiny_model, grpo_parquet, tmp_path):
         EvalParams(max_prompts=2, max_tokens=8, engine="hf"),
     )
     assert out["after_sft"] == {"missing": 1.0}
-    m = out["before_sft"]
+    m = out["before_sft"]["leetcode"]
     assert m["n"] == 2 and m["fmt_rate"] == 0.0 and m["reward"] == 0.0 and 1 <= m["response_tokens"] <= 8
+    assert m["truncated"] == 1.0  # a random model runs to the limit: counted as cut, not as an answer
