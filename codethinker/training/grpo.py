@@ -11,6 +11,7 @@ Data: the GRPO parquet in verl's schema (``prompt`` chat messages, ``reward_mode
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from codethinker.training.common import LoRAParams, from_dict
 from codethinker.training.rollout import RolloutParams
 
-__all__ = ["GRPOParams", "VerlParams", "grpo_params", "load_grpo_rows"]
+__all__ = ["GRPOParams", "VerlParams", "grpo_params", "load_grpo_rows", "resolve_budget"]
 
 
 @dataclass
@@ -159,3 +160,16 @@ def load_grpo_rows(
         <= p.max_prompt_tokens
     ]
     return kept, len(rows) - len(kept)
+
+
+def resolve_budget(p: GRPOParams, model: str | Path, rows: list[dict[str, Any]]) -> GRPOParams:
+    """``rollout.max_completion_tokens: auto`` -> 1.25 x the longest ground-truth trace of ``rows`` in
+    ``model``'s tokens (both backends); a number is kept."""
+    if p.rollout.max_completion_tokens != "auto":
+        return p
+    from transformers import AutoTokenizer
+
+    from codethinker.training.train_eval import truth_token_budget
+
+    budget = truth_token_budget(AutoTokenizer.from_pretrained(str(model)), rows, p.trace_thoughts)
+    return dataclasses.replace(p, rollout=dataclasses.replace(p.rollout, max_completion_tokens=budget))

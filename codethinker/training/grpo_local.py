@@ -12,7 +12,6 @@ format-valid rate, RCS, response length, and the tokens DBS generated and droppe
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -30,11 +29,12 @@ from codethinker.training.common import (
     model_dtype,
     precision,
 )
-from codethinker.training.grpo import GRPOParams, load_grpo_rows
+from codethinker.training.grpo import GRPOParams, load_grpo_rows, resolve_budget
 from codethinker.training.rollout import Rollout, make_engine, prompt_key
 
 __all__ = ["CRMRewardFunc", "make_grpo_trainer", "run_grpo_local"]
 
+TIMING = ("step_s", "rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s", "update_s")
 PLOT_COLUMNS = [
     "reward_mean",
     "reward_regular_mean",
@@ -49,6 +49,12 @@ PLOT_COLUMNS = [
     "dbs_tokens_generated",
     "dbs_tokens_dropped",
     "loss",
+    "step_s",
+    "rollout_regular_s",
+    "rollout_dbs_s",
+    "reward_s",
+    "sync_s",
+    "update_s",
 ]
 
 
@@ -70,6 +76,7 @@ class CRMRewardFunc:
 
         self.config = CRMConfig.from_dict(crm)
         self._scores: list[tuple[str, dict[str, Any], int]] = []
+        self._seconds = 0.0
 
     def __call__(
         self,
@@ -83,6 +90,7 @@ class CRMRewardFunc:
         from codethinker.contra.tracer import Flow
         from codethinker.rewards.crm import crm_score
 
+        t0 = time.perf_counter()
         out = []
         for i, (c, t) in enumerate(zip(completions, truth, strict=True)):
             text = c[-1]["content"] if isinstance(c, list) else str(c)
@@ -91,12 +99,14 @@ class CRMRewardFunc:
             n = len(completion_ids[i]) if completion_ids is not None else 0
             self._scores.append((kind, s, n))
             out.append(float(s["reward"]))
+        self._seconds += time.perf_counter() - t0
         return out
 
     def take(self) -> dict[str, float]:
         """Statistics of everything scored since the last call (one optimizer step)."""
         sc, self._scores = self._scores, []
-        out: dict[str, float] = {}
+        out: dict[str, float] = {"reward_s": self._seconds}
+        self._seconds = 0.0
         for name, sel in (
             ("", sc),
             ("_regular", [x for x in sc if x[0] == "regular"]),
@@ -204,13 +214,7 @@ def run_grpo_local(
     rows, dropped = load_grpo_rows(data, model, p)
     if not rows:
         raise ValueError(f"{data}: no GRPO prompts left (sources={p.sources}, max_prompts={p.max_prompts})")
-    if p.rollout.max_completion_tokens == "auto":
-        from transformers import AutoTokenizer
-
-        from codethinker.training.train_eval import truth_token_budget
-
-        budget = truth_token_budget(AutoTokenizer.from_pretrained(str(model)), rows, p.trace_thoughts)
-        p = dataclasses.replace(p, rollout=dataclasses.replace(p.rollout, max_completion_tokens=budget))
+    p = resolve_budget(p, model, rows)
     rows_hash = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]  # the rows it trains on
     fingerprint = {
         "params": asdict(p),
@@ -224,14 +228,22 @@ def run_grpo_local(
     holder: dict[str, Any] = {}
 
     def extra() -> dict[str, float]:
+        """Per step: rewards, DBS tokens, and the step's wall split into rollout (regular, DBS), reward,
+        weight sync and the rest (TRL's forward/backward and optimizer step: ``update_s``)."""
         stats = reward.take()
         stats.update({k.split("/")[-1]: v for k, v in holder["rollout"].stats.take().items()})
+        now = time.perf_counter()
+        stats["step_s"] = now - holder.get("t_last", t_train[0])
+        holder["t_last"] = now
+        parts = ("rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s")
+        stats["update_s"] = max(0.0, stats["step_s"] - sum(stats.get(k, 0.0) for k in parts))
         return stats
 
     cb = MetricsCallback(run, plot_csv, extra=extra, columns=PLOT_COLUMNS)
     trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])
     holder["rollout"] = rollout
     resume = last_checkpoint(ck)
+    t_train = [time.perf_counter()]
     try:
         result = trainer.train(resume_from_checkpoint=resume)
         policy = trainer.accelerator.unwrap_model(trainer.model)
@@ -258,6 +270,7 @@ def run_grpo_local(
         "dbs_tokens_generated": sum(h.get("dbs_tokens_generated", 0) for h in hist),
         "dbs_tokens_dropped": sum(h.get("dbs_tokens_dropped", 0) for h in hist),
         "policy_pushes": len(rollout.pushed),
+        **{f"mean_{k}": sum(h.get(k, 0.0) for h in hist) / max(len(hist), 1) for k in TIMING},
         "resumed_from": resume,
         "wall_s": round(time.time() - t0, 1),
     }

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from codethinker.training.grpo import GRPOParams
+from codethinker.training.grpo import GRPOParams, load_grpo_rows, resolve_budget
 
 __all__ = [
     "AGENT_LOOP_NAME",
@@ -244,6 +244,8 @@ def run_grpo_verl(
     """Write the config and launch verl (unless ``verl.dry_run``), then export the trained model to
     ``<out>/adapter`` and ``<out>/merged``; returns the stage's metrics."""
     out = Path(out)
+    if p.rollout.max_completion_tokens == "auto":
+        p = resolve_budget(p, model, load_grpo_rows(data, None, p)[0])
     cfg_dir = out / "verl"
     cfg_dir.mkdir(parents=True, exist_ok=True)
     loop_path = cfg_dir / "agent_loop.yaml"

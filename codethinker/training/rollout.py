@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,9 @@ class RolloutStats:
     dbs_tokens_dropped: int = 0
     dbs_rounds: int = 0
     calls: int = 0
+    regular_s: float = 0.0  # wall seconds sampling regular completions
+    dbs_s: float = 0.0  # wall seconds of DBS (its rounds, scoring of prefixes included)
+    sync_s: float = 0.0  # wall seconds pushing the policy's weights to the engine
 
     def take(self) -> dict[str, float]:
         out = {
@@ -115,6 +119,9 @@ class RolloutStats:
             "rollout/dbs_tokens_generated": self.dbs_tokens_generated,
             "rollout/dbs_tokens_dropped": self.dbs_tokens_dropped,
             "rollout/dbs_rounds": self.dbs_rounds / max(self.calls, 1),
+            "rollout/rollout_regular_s": self.regular_s,
+            "rollout/rollout_dbs_s": self.dbs_s,
+            "rollout/sync_s": self.sync_s,
         }
         self.__init__()  # type: ignore[misc]
         return {k: float(v) for k, v in out.items()}
@@ -181,6 +188,7 @@ class Rollout:
         seed = self.seed * 100_003 + self.calls
         self.calls += 1
         regular: list[list[Any]] = [[] for _ in texts]
+        t0 = time.perf_counter()
         if p.n_regular:
             regular = self.engine.continue_prefixes(
                 texts,
@@ -190,6 +198,8 @@ class Rollout:
                 temperature=p.temperature,
                 seed=seed,
             )
+        t1 = time.perf_counter()
+        self.stats.regular_s += t1 - t0
         dbs: list[list[Any]] = [[] for _ in texts]
         if p.n_dbs:
             flows = [Flow.from_json(self.truths[prompt_key(m)]) for m in prompts]
@@ -208,6 +218,7 @@ class Rollout:
             self.stats.dbs_tokens_generated += sum(r.tokens_generated for r in results)
             self.stats.dbs_tokens_dropped += sum(r.tokens_dropped for r in results)
             self.stats.dbs_rounds += max(r.rounds for r in results)
+        self.stats.dbs_s += time.perf_counter() - t1
         self.stats.regular_tokens += sum(c.n_tokens for row in regular for c in row)
         self.stats.calls += 1
         return texts, [r + d for r, d in zip(regular, dbs, strict=True)]
@@ -220,7 +231,9 @@ class Rollout:
         for grp in groups:
             if any(prompt_key(x) != prompt_key(grp[0]) for x in grp):
                 raise ValueError("rollout expects each prompt repeated once per generation, consecutively")
+        t0 = time.perf_counter()
         self.sync(trainer)
+        self.stats.sync_s += time.perf_counter() - t0
         texts, comps = self.sample([grp[0] for grp in groups])
         prompt_ids, completion_ids, kinds = [], [], []
         cap = self.p.max_completion_tokens

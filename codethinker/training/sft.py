@@ -154,7 +154,9 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         **precision(),
     )
     cb = MetricsCallback(
-        run, out / "train_log.csv", columns=["loss", "grad_norm", "learning_rate", "mean_token_accuracy", "epoch"]
+        run,
+        out / "train_log.csv",
+        columns=["loss", "grad_norm", "learning_rate", "mean_token_accuracy", "num_tokens", "epoch"],
     )
     trainer = make_sft_trainer(model, tok, ds, args, p, callbacks=[cb])
     resume = last_checkpoint(ck)
@@ -167,6 +169,8 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     merged.save_pretrained(str(out / "merged"), safe_serialization=True)
     tok.save_pretrained(str(out / "merged"))
     losses = [h["loss"] for h in cb.history if "loss" in h]
+    tokens = max((h.get("num_tokens", 0.0) for h in cb.history), default=0.0)  # TRL: tokens trained on, padding out
+    runtime = float(result.metrics.get("train_runtime") or 0.0)
     metrics = {
         "rows_in_file": len(rows),
         "rows_read": len(kept) + too_long,  # until max_samples rows fitted
@@ -178,6 +182,8 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         "first_loss": losses[0] if losses else None,
         "last_loss": losses[-1] if losses else None,
         "resumed_from": resume,
+        "tokens": int(tokens),
+        "tokens_per_s": round(tokens / runtime, 1) if runtime and not resume else None,
         "wall_s": round(time.time() - t0, 1),
         "device": "cuda" if torch.cuda.is_available() else "cpu",
     }

@@ -115,3 +115,20 @@ def test_rendered_real_flows_parse(real_flows):
         v = parse_trace(render_trace(flow), flow.entry)
         assert v.ok, (flow.input, v.reason, v.detail)
         assert len(v.blocks) == len(flow.blocks)
+
+
+def test_bare_prompt_is_the_code_and_the_call():
+    from codethinker.contra.render import code_listing
+    from codethinker.contra.tracer import Flow
+
+    flow = Flow.from_json(
+        '{"entry": "f", "input": "3", "code": "def f(x):\\n    return x\\n",'
+        ' "blocks": [{"start": 0, "end": 1, "weight": 1, "locals": "{\'x\': 3}"}], "output": "3"}'
+    )
+    [bare] = render_prompt(flow, "bare")
+    assert bare["content"] == f"[CODE]\n{code_listing(flow.lines)}\n[/CODE]\n\nInput: f(3)\n"
+    [full] = render_prompt(flow)
+    assert full["content"].endswith("[CODE]\n" + code_listing(flow.lines) + "\n[/CODE]\n\nInput: f(3)\n")
+    assert full["content"].startswith("You are given a Python function")
+    with pytest.raises(ValueError, match="prompt style must be one of instruct, bare"):
+        render_prompt(flow, "chatty")

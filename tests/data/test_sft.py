@@ -156,9 +156,41 @@ def test_records():
     s = {"id": "t/3", "task_id": "t", "truth": truth}
     g = grpo_record(s, "leetcode_reasoning", "train", 7)
     assert g["reward_model"] == {"style": "rule", "ground_truth": truth}
-    assert g["extra_info"] == {"id": "t/3", "task_id": "t", "split": "train", "index": 7}
+    assert g["extra_info"] == {"id": "t/3", "task_id": "t", "source": "leetcode", "split": "train", "index": 7}
     assert g["prompt"][0]["role"] == "user" and "[LINENO 0]    def f(nums, k):" in g["prompt"][0]["content"]
     assert g["ability"] == "code_reasoning" and g["data_source"] == "leetcode_reasoning"
     r = sft_record(s, FLOW, "TRACE")
     assert [m["role"] for m in r["messages"]] == ["user", "assistant"] and r["messages"][1]["content"] == "TRACE"
     json.dumps(r)
+
+
+def test_split_synth_holds_out_whole_functions():
+    from stages.contra_sft import split_synth
+
+    samples = [{"task_id": f"synth/{i}", "id": f"synth/{i}/{j}"} for i in range(30) for j in range(1 + i % 3)]
+    sft, grpo, held = split_synth(samples, seed=0, n_eval=5, n_grpo=7)
+    fns = [{s["task_id"] for s in part} for part in (sft, grpo, held)]
+    assert [len(f) for f in fns] == [18, 7, 5]
+    assert not (fns[0] & fns[1] or fns[0] & fns[2] or fns[1] & fns[2])
+    assert len(sft) + len(grpo) + len(held) == len(samples)
+    assert split_synth(samples, seed=0, n_eval=5, n_grpo=7) == (sft, grpo, held)
+    assert split_synth(samples, seed=1, n_eval=5, n_grpo=7)[2] != held
+
+
+def test_teacher_none_keeps_the_true_trace_with_empty_thoughts():
+    kept, rejected = extract_traces([FLOW], teacher="none")
+    assert kept == [render_trace(FLOW)] and not rejected
+    assert "[THOUGHT]\n[/THOUGHT]" in kept[0]
+    assert check_trace(kept[0], FLOW) == "empty_thought"  # the template/llm teachers still need thoughts
+    assert check_trace(kept[0], FLOW, require_thoughts=False) is None
+    with pytest.raises(ValueError, match="'template', 'none' or 'llm'"):
+        extract_traces([FLOW], teacher="oracle")
+
+
+def test_records_carry_the_source_and_prompt_style():
+    s = {"id": "synth/3/0", "task_id": "synth/3", "truth": FLOW.to_json()}
+    g = grpo_record(s, "leetcode_reasoning", "eval", 0, prompt="bare")
+    assert g["extra_info"]["source"] == "synth"
+    assert g["prompt"][0]["content"].startswith("[CODE]\n[LINENO 0]")
+    r = sft_record(s, FLOW, "TRACE", prompt="bare")
+    assert r["source"] == "synth" and r["messages"][0]["content"] == g["prompt"][0]["content"]

@@ -41,3 +41,35 @@ def test_every_program_traces_in_the_sandbox():
     outcomes = trace_many([(p.source, p.input, p.entry) for p in progs])
     assert [o.reason for o in outcomes if o.flow is None] == []
     assert min(len(o.flow.blocks) for o in outcomes) >= 2
+
+
+class TestShape:
+    def test_statement_and_parameter_caps(self):
+        import ast as _ast
+
+        for p in generate(300, seed=9, max_statements=1, max_params=1):
+            fn = _ast.parse(p.source).body[0]
+            assert len(fn.args.args) == 1
+            assert len(fn.body) <= 3  # one generated statement (a for/while adds its init line) + return
+        with pytest.raises(ValueError, match="must be >= 1"):
+            generate(3, max_statements=0)
+
+    def test_sample_source(self):
+        from codethinker.data.synth import sample_source
+
+        assert sample_source({"task_id": "synth/0042"}) == "synth"
+        assert sample_source({"task_id": "two-sum"}) == sample_source({"task_id": "synthesis/1"}) == "leetcode"
+
+
+class TestStageRecords:
+    def test_one_record_per_distinct_code(self):
+        from stages.synth import records
+
+        recs = records(400, seed=3, max_statements=1, max_params=1)
+        codes = [r["code"] for r in recs]
+        assert len(set(codes)) == len(codes)  # same code, several inputs: one function, one task_id
+        assert sum(len(r["inputs"]) for r in recs) == 400
+        assert any(len(r["inputs"]) > 1 for r in recs)
+        assert [r["task_id"] for r in recs] == sorted(r["task_id"] for r in recs)
+        assert all(r["task_id"].startswith("synth/") and r["entry"] == "f" for r in recs)
+        assert records(0, seed=3) == []

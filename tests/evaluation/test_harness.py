@@ -134,3 +134,16 @@ def test_model_problem(tmp_path, monkeypatch):
     assert model_problem(ModelSpec("h", "Qwen/Qwen2.5-Coder-7B-Instruct")) is None  # a hub id
     assert "not found: models/base" in model_problem(ModelSpec("b", "models/base"))
     assert "adapter folder not found" in model_problem(ModelSpec("b", "models", adapter="nope/x"))
+
+
+def test_contra_bare_format_prompts_like_the_micro_policy_and_judges_like_contra(sample):
+    from codethinker.contra.render import render_prompt
+    from codethinker.evaluation.harness import STOP, prompt_messages
+
+    assert prompt_messages(sample, "contra-bare") == render_prompt(sample.flow, "bare")
+    assert prompt_messages(sample, "contra") == render_prompt(sample.flow)
+    good = render_trace(sample.flow)  # empty thoughts: what the micro policy writes
+    assert judge(good, sample, "contra-bare") == judge(good, sample, "contra")
+    assert judge(good, sample, "contra-bare")["fmt"] == 1 and STOP["contra-bare"] == STOP["contra"]
+    with pytest.raises(ValueError, match="contra-bare"):
+        ModelSpec("m", "models/base", format="bare")

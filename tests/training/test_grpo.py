@@ -71,9 +71,11 @@ def test_crm_reward_func_scores_and_summarizes():
     s = fn.take()
     assert s["reward_mean"] == 2.0 and s["reward_regular_max"] == 4.0 and s["reward_dbs_mean"] == 2.0
     assert s["fmt_rate"] == 0.5 and s["rcs"] == 0.5 and s["response_len"] == 9.0
+    assert 0.0 < s["reward_s"] < 5.0  # the scoring's wall time, for the step's time split
     assert fn.take() == {
         k: 0.0
         for k in (
+            "reward_s",
             "reward_mean",
             "reward_std",
             "reward_max",
