@@ -58,6 +58,9 @@ class GRPOParams:
     learning_rate: float = field(default=1e-5, metadata={"help": "learning rate (constant)"})
     beta: float = field(default=0.0, metadata={"help": "KL loss coefficient (paper: no KL loss)"})
     entropy_coeff: float = field(default=0.0, metadata={"help": "entropy bonus (paper: 0; verl only)"})
+    gradient_checkpointing: bool = field(
+        default=True, metadata={"help": "recompute activations in the backward pass (memory for time; TRL's default)"}
+    )
     save_steps: int = field(default=1, metadata={"help": "checkpoint every N optimizer steps"})
     save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept"})
     seed: int = field(default=0, metadata={"help": "data order, sampling seeds, LoRA init"})

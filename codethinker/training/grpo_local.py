@@ -174,6 +174,7 @@ def make_grpo_trainer(
         data_seed=p.seed,
         use_vllm=False,
         num_iterations=1,
+        gradient_checkpointing=p.gradient_checkpointing,
         dataloader_num_workers=0,
         **precision(),
     )

@@ -160,6 +160,7 @@ def verl_overrides(
         f"actor_rollout_ref.model.lora_alpha={lora.alpha}",
         f"actor_rollout_ref.model.target_modules={modules}",
         "actor_rollout_ref.model.use_remove_padding=true",
+        f"actor_rollout_ref.model.enable_gradient_checkpointing={str(p.gradient_checkpointing).lower()}",
         f"actor_rollout_ref.actor.strategy={v.strategy}",
         f"actor_rollout_ref.actor.optim.lr={p.learning_rate}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={v.ppo_mini_batch_size}",

@@ -48,6 +48,9 @@ class SFTParams:
     grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
     learning_rate: float = field(default=2e-4, metadata={"help": "peak learning rate (LoRA)"})
     warmup_ratio: float = field(default=0.03, metadata={"help": "linear warm-up share of the steps"})
+    gradient_checkpointing: bool = field(
+        default=True, metadata={"help": "recompute activations in the backward pass (memory for time; TRL's default)"}
+    )
     save_steps: int = field(default=20, metadata={"help": "checkpoint every N optimizer steps"})
     save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept"})
     logging_steps: int = field(default=1, metadata={"help": "log every N steps"})
@@ -149,6 +152,7 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         data_seed=p.seed,
         max_length=p.max_length,
         completion_only_loss=True,
+        gradient_checkpointing=p.gradient_checkpointing,
         train_sampling_strategy="group_by_length",
         dataloader_num_workers=0,
         **precision(),
