@@ -5,7 +5,8 @@ prompts, reported per source (``synth``: held-out generated programs; ``leetcode
 LeetCode functions), and the paired interval of the reward change after GRPO vs after SFT.
 
 The response limit ``max_tokens: auto`` comes from the truths: the longest ground-truth trace
-among the evaluated prompts (with the template teacher's thoughts) in the model's tokens, x 1.25.
+among the evaluated prompts in the model's tokens (with the template teacher's thoughts, or empty
+ones for a policy trained on ``contra_sft.teacher: none``), x 1.25.
 
 Models are evaluated one after another, each in a fresh engine (vLLM where it runs, else
 transformers' generate), so only one is in memory at a time.
