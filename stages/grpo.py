@@ -31,7 +31,8 @@ def main() -> None:
     section = resolve_profile(section, base)
     data, out = Path(section.pop("data")), Path(section.pop("out"))
     model = str(section.pop("init", None) or load_params().get("model", {}).get("base", "models/base"))
-    section.setdefault("seed", int(base.get("seed", 0)))
+    if section.get("seed") is None:  # grpo.seed: null -> base.seed
+        section["seed"] = int(base.get("seed", 0))
     section.setdefault("trace_thoughts", trace_thoughts(base))
     p = grpo_params(section)
     with stage_run("grpo", {"init": model, **section}) as run:

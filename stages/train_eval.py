@@ -45,7 +45,8 @@ def main() -> None:
             raise SystemExit(f"train_eval: {exc}") from None
         run.log_metrics(result)
     write_json(METRICS, result)
-    print(f"train_eval: response limit {result['max_tokens']} tokens; mean [95% CI] over held-out prompts")
+    limits = ", ".join(f"{k} {v}" for k, v in result["max_tokens"].items())
+    print(f"train_eval: response limits (tokens) {limits}; mean [95% CI] over held-out prompts")
     for source in dict.fromkeys(k for m in result.values() if isinstance(m, dict) for k in m if k in SOURCES):
         print(f"-- {source}\n{'phase':12} " + "  ".join(f"{c:>22}" for c in METRIC_NAMES))
         for name, m in result.items():

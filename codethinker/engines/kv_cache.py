@@ -9,8 +9,8 @@ the share's checks; the legacy env var ``VLLM_CPU_KVCACHE_SPACE``, whole GiB, ov
 
 The params give ``kv_cache_gib`` per engine section: ``auto`` sizes it here, a number is that many
 GiB, ``null`` leaves vLLM's share of memory in charge. ``auto`` is what ``max_num_seqs`` sequences
-of ``max_model_len`` tokens take (:func:`kv_cache_need_bytes`, in vLLM's blocks of 128 tokens on
-CPU), times a margin, rounded up to 1/16 GiB and at least 1/4 GiB (:func:`auto_kv_cache_gib`).
+of ``max_model_len`` tokens take (:func:`kv_cache_need_bytes`, in blocks of :data:`CPU_BLOCK_SIZE`
+tokens on CPU), times a margin, rounded up to 1/16 GiB and at least 1/4 GiB (:func:`auto_kv_cache_gib`).
 Bytes per token come from the model's ``config.json`` (:func:`kv_layout`).
 
 When the machine cannot give that size, :func:`shortfall_message` says so naming the params
@@ -61,7 +61,8 @@ __all__ = [
 ]
 
 GIB = 1 << 30
-CPU_BLOCK_SIZE = 128  # vLLM's CPU build allocates the KV cache in blocks of this many tokens
+CPU_BLOCK_SIZE = 32  # KV-cache block (tokens) VLLMEngine asks of vLLM's CPU build; its default, 128, keeps
+# every prefix shorter than 128 tokens out of the prefix cache (DBS continuations would never hit)
 MARGIN = 1.2  # on top of the computed need (vLLM's per-block overheads, rounding)
 MIN_GIB = 0.25  # the smallest auto size
 STEP_GIB = 1 / 16  # auto sizes are multiples of this (64 MiB)
@@ -157,7 +158,7 @@ def kv_cache_need_bytes(
 
     Each sequence takes whole blocks of ``block_size`` tokens; vLLM keeps one more block back.
 
-    >>> kv_cache_need_bytes(2048, max_num_seqs=1, max_model_len=100)  # one block + the null block
+    >>> kv_cache_need_bytes(2048, max_num_seqs=1, max_model_len=100, block_size=128)  # one block + null
     524288
     """
     if min(bytes_per_token, max_num_seqs, max_model_len, block_size) < 1:

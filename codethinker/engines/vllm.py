@@ -32,6 +32,7 @@ from typing import Any
 
 from codethinker.engines.base import Completion
 from codethinker.engines.kv_cache import (
+    CPU_BLOCK_SIZE,
     ENV_VAR,
     KVCacheError,
     KVParamNames,
@@ -132,8 +133,10 @@ class VLLMEngine:
                 check_node_memory(self.kv_plan, model)
         if enable_lora:
             kwargs.update(enable_lora=True, max_lora_rank=lora_rank_slot(max_lora_rank), max_loras=1)
-        if cpu:  # CPU build: eager mode loads ~2x faster; chunked prefill crashed with seeded requests
-            kwargs.update(enforce_eager=True, enable_chunked_prefill=False)
+        if cpu:  # CPU build: eager mode loads ~2x faster; chunked prefill crashed with seeded requests;
+            # blocks of CPU_BLOCK_SIZE tokens so that short shared prefixes (DBS) reuse the prefix cache
+            kwargs.update(enforce_eager=True, enable_chunked_prefill=False, block_size=CPU_BLOCK_SIZE)
+        kwargs["disable_log_stats"] = False  # keeps the counters behind prefix_cache_counts()
         kwargs.update({k: v for k, v in llm_kwargs.items() if v is not None})
         plan = self.kv_plan
         with hidden_env(ENV_VAR, hide=plan is not None and plan.nbytes is not None):
@@ -178,6 +181,15 @@ class VLLMEngine:
             "kv_cache_memory_bytes": cc.kv_cache_memory_bytes,
             "gpu_memory_utilization": cc.gpu_memory_utilization,
         }
+
+    def prefix_cache_counts(self) -> tuple[int, int]:
+        """``(queried, hit)`` prompt tokens of vLLM's prefix cache since the engine started, as its
+        metrics report them; ``(0, 0)`` where the engine keeps none."""
+        try:
+            values = {m.name: getattr(m, "value", 0) for m in self.llm.get_metrics()}
+        except Exception:
+            return 0, 0
+        return int(values.get("vllm:prefix_cache_queries", 0)), int(values.get("vllm:prefix_cache_hits", 0))
 
     @property
     def lora_version(self) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codethinker.engines.kv_cache import (
+    CPU_BLOCK_SIZE,
     ENV_VAR,
     KVCacheError,
     KVParamNames,
@@ -124,6 +125,7 @@ def vllm_server(
         if plan.nbytes is not None:
             check_node_memory(plan, model)
             kv_args += ["--kv-cache-memory-bytes", str(plan.nbytes)]
+        kv_args += ["--block-size", str(CPU_BLOCK_SIZE)]  # the block the plan counts in
     cmd = [
         sys.executable,
         "-m",

@@ -157,17 +157,23 @@ def run_report(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     if not results:
         raise CommandError(f"no evaluation results in {args.source} (run `dvc repro` or `codethinker eval` first)")
-    exps = None
+    exps, raw = None, None
     if args.exps == "auto":
         proc = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise CommandError(f"`dvc exp show --json` failed: {proc.stderr.strip().splitlines()[-1:]}")
-        exps = report.from_dvc_exps(proc.stdout)
+        raw = proc.stdout
     elif args.exps:
         if not Path(args.exps).is_file():
             raise CommandError(f"experiments file not found: {args.exps}")
+        raw = Path(args.exps).read_text()
+    micro = None
+    if raw is not None:
+        from codethinker.evaluation import micro_table
+
         try:
-            exps = report.from_dvc_exps(Path(args.exps).read_text())
+            exps = report.from_dvc_exps(raw)
+            micro = micro_table.collect(raw)
         except (json.JSONDecodeError, TypeError, AttributeError) as exc:
             raise CommandError(f"{args.exps}: not the JSON of `dvc exp show --json` ({exc})") from None
     params = None
@@ -175,7 +181,7 @@ def run_report(args: argparse.Namespace) -> int:
         import yaml
 
         params = yaml.safe_load(Path(args.params).read_text())
-    text = report.render_report(results, exps, params=params, note=args.note)
+    text = report.render_report(results, exps, params=params, note=args.note, micro=micro)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)

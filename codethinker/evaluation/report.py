@@ -322,8 +322,12 @@ def render_report(
     params: Mapping[str, Any] | None = None,
     title: str = "Results",
     note: str | None = None,
+    micro: Mapping[str, Any] | None = None,
 ) -> str:
-    """The whole Markdown report: samples, Table 1, Table 2, thinking depth and RCS."""
+    """The whole Markdown report: samples, Table 1, Table 2, Table 2 in miniature (``micro``: the
+    :func:`codethinker.evaluation.micro_table.collect` of the experiments), thinking depth and RCS."""
+    from codethinker.evaluation import micro_table
+
     exps = dict(exps or {})
     if "workspace" not in exps:
         exps["workspace"] = dict(results)
@@ -358,6 +362,18 @@ def render_report(
         "Δ Avg is against the full method of the same source. The paper removes PRM, RCC, ORM and CCW "
         "each *on top of* w/o DBS; its Δ here is the w/o DBS drop (−1.09) plus the extra drop quoted in "
         "its §4.3. RCC is read as the gate of R_res (docs/decisions.md).",
+        "",
+        "## Table 2 in miniature (train_eval: held-out generated programs)",
+        "",
+        micro_table.table(micro or {}),
+        "",
+        "Mean ± sample std over seeds of the after-GRPO held-out metrics; (Δ) vs the full method, `*` where "
+        "|Δ| exceeds two standard errors of the difference (seed noise). Every row starts from the same SFT "
+        "checkpoint with the same sampling budget (8 completions per prompt). Commands (one experiment each):",
+        "",
+        "```",
+        *micro_table.commands(),
+        "```",
         "",
         "## Thinking depth and RCS (base → SFT → GRPO)",
         "",

@@ -48,6 +48,7 @@ PLOT_COLUMNS = [
     "response_len",
     "dbs_tokens_generated",
     "dbs_tokens_dropped",
+    "dbs_cache_hit_rate",
     "loss",
     "step_s",
     "rollout_regular_s",
@@ -206,6 +207,18 @@ def make_grpo_trainer(
     return trainer, rollout
 
 
+def cache_rate(hist: list[dict[str, float]]) -> dict[str, float | None]:
+    """The prefix-cache hit rate vLLM reports for the run's DBS continuations (None: nothing queried).
+
+    >>> cache_rate([{"dbs_cache_queried": 100, "dbs_cache_hits": 60}, {"dbs_cache_queried": 300, "dbs_cache_hits": 20}])
+    {'dbs_cache_queried': 400, 'dbs_cache_hits': 80, 'dbs_cache_hit_rate': 0.2}
+    """
+    queried = int(sum(h.get("dbs_cache_queried", 0) for h in hist))
+    hits = int(sum(h.get("dbs_cache_hits", 0) for h in hist))
+    rate = hits / queried if queried else None
+    return {"dbs_cache_queried": queried, "dbs_cache_hits": hits, "dbs_cache_hit_rate": rate}
+
+
 def run_grpo_local(
     model: str | Path, data: str | Path, out: Path, p: GRPOParams, run: Any = None, plot_csv: Path | None = None
 ) -> dict[str, Any]:
@@ -270,6 +283,7 @@ def run_grpo_local(
         "reward_last": rewards[-1] if rewards else None,
         "dbs_tokens_generated": sum(h.get("dbs_tokens_generated", 0) for h in hist),
         "dbs_tokens_dropped": sum(h.get("dbs_tokens_dropped", 0) for h in hist),
+        **cache_rate(hist),
         "policy_pushes": len(rollout.pushed),
         **{f"mean_{k}": sum(h.get(k, 0.0) for h in hist) / max(len(hist), 1) for k in TIMING},
         "resumed_from": resume,

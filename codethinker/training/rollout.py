@@ -112,6 +112,8 @@ class RolloutStats:
     regular_s: float = 0.0  # wall seconds sampling regular completions
     dbs_s: float = 0.0  # wall seconds of DBS (its rounds, scoring of prefixes included)
     sync_s: float = 0.0  # wall seconds pushing the policy's weights to the engine
+    dbs_cache_queried: int = 0  # prompt tokens of the DBS continuations vLLM looked up in its prefix cache
+    dbs_cache_hits: int = 0  # ... and found there
 
     def take(self) -> dict[str, float]:
         out = {
@@ -122,6 +124,9 @@ class RolloutStats:
             "rollout/rollout_regular_s": self.regular_s,
             "rollout/rollout_dbs_s": self.dbs_s,
             "rollout/sync_s": self.sync_s,
+            "rollout/dbs_cache_queried": self.dbs_cache_queried,
+            "rollout/dbs_cache_hits": self.dbs_cache_hits,
+            "rollout/dbs_cache_hit_rate": self.dbs_cache_hits / max(self.dbs_cache_queried, 1),
         }
         self.__init__()  # type: ignore[misc]
         return {k: float(v) for k, v in out.items()}
@@ -213,7 +218,12 @@ class Rollout:
                 max_rounds=p.dbs_max_rounds,
                 seed=seed + 50_000,
             )
+            counts = getattr(self.engine, "prefix_cache_counts", lambda: (0, 0))
+            before = counts()
             results = dbs_sample(self.engine, texts, scorers, cfg)
+            after = counts()
+            self.stats.dbs_cache_queried += after[0] - before[0]
+            self.stats.dbs_cache_hits += after[1] - before[1]
             dbs = [r.completions for r in results]
             self.stats.dbs_tokens_generated += sum(r.tokens_generated for r in results)
             self.stats.dbs_tokens_dropped += sum(r.tokens_dropped for r in results)

@@ -4,9 +4,11 @@ reward, RCS, answer accuracy, the share of answers cut by the token limit and me
 prompts, reported per source (``synth``: held-out generated programs; ``leetcode``: held-out
 LeetCode functions), and the paired interval of the reward change after GRPO vs after SFT.
 
-The response limit ``max_tokens: auto`` comes from the truths: the longest ground-truth trace
-among the evaluated prompts in the model's tokens (with the template teacher's thoughts, or empty
-ones for a policy trained on ``contra_sft.teacher: none``), x 1.25.
+The response limit ``max_tokens: auto`` comes from the truths, per source: the longest ground-truth
+trace among that source's evaluated prompts in the model's tokens (with the template teacher's
+thoughts, or empty ones for a policy trained on ``contra_sft.teacher: none``), x 1.25; so short
+generated programs are not given LeetCode's limit. ``max_prompts`` caps each source (a number for
+all, or ``{source: n}``).
 
 Models are evaluated one after another, each in a fresh engine (vLLM where it runs, else
 transformers' generate), so only one is in memory at a time.
@@ -25,14 +27,17 @@ from typing import Any
 __all__ = ["EvalParams", "evaluate_engine", "run_train_eval"]
 
 MAX_SEQS = 256  # vLLM's CPU default for max_num_seqs: the most sequences an engine runs at once
+HF_BATCH = 64  # prompts per generate call of the transformers engine
 
 
 @dataclass
 class EvalParams:
-    max_prompts: int | None = field(default=None, metadata={"help": "first N held-out prompts (None: all)"})
+    max_prompts: int | dict[str, int] | None = field(
+        default=None, metadata={"help": "first N held-out prompts of each source, or {source: N} (None: all)"}
+    )
     max_tokens: int | str = field(
         default="auto",
-        metadata={"help": "response length limit; auto: 1.25 x the longest ground-truth trace of the prompts"},
+        metadata={"help": "response length limit; auto: per source, 1.25 x the longest ground-truth trace"},
     )
     temperature: float = field(default=0.0, metadata={"help": "0: greedy"})
     samples: int = field(default=1, metadata={"help": "responses per prompt"})
@@ -72,16 +77,17 @@ class EvalParams:
 METRICS = ("fmt_rate", "reward", "rcs", "answer_acc", "truncated", "response_tokens")
 
 
-def truth_token_budget(tok: Any, rows: list[dict[str, Any]], thoughts: bool = True, margin: float = 1.25) -> int:
-    """``margin`` x the tokens of the longest ground-truth trace of ``rows`` (with the template
-    teacher's thoughts, or with empty ones for a policy trained on ``contra_sft.teacher: none``)."""
-    from codethinker.contra.render import render_trace
-    from codethinker.contra.tracer import Flow
-    from codethinker.data.sft import template_trace
+def source_of(row: dict[str, Any]) -> str:
+    """The row's source (``synth`` / ``leetcode``); rows written before sources existed are LeetCode."""
+    return str(row.get("source", "leetcode"))
 
-    render = template_trace if thoughts else render_trace
-    longest = max((len(tok(render(Flow.from_json(r["truth"]))).input_ids) for r in rows), default=0)
-    return max(16, int(longest * margin) + 8)  # + the closing tags' slack
+
+def by_source(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Row indices per source, in first-seen order."""
+    out: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        out.setdefault(source_of(r), []).append(i)
+    return out
 
 
 def score_prompts(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int) -> list[dict[str, float]]:
@@ -120,15 +126,21 @@ def summarize(per_prompt: list[dict[str, float]], seed: int = 0) -> dict[str, fl
     return out
 
 
-def evaluate_engine(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int) -> dict[str, Any]:
-    """Per source: the summary of its prompts; ``per_prompt`` keeps the raw values for paired CIs."""
+def evaluate_engine(
+    engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int | dict[str, int]
+) -> dict[str, Any]:
+    """Per source (each with its own limit when ``max_tokens`` is a mapping): the summary of its
+    prompts; ``per_prompt`` keeps the raw values, in row order, for paired CIs."""
     t0 = time.time()
-    per_prompt = score_prompts(engine, rows, p, max_tokens)
-    out: dict[str, Any] = {"gen_s": round(time.time() - t0, 1), "per_prompt": per_prompt}
-    for source in dict.fromkeys(r.get("source", "leetcode") for r in rows):
-        picked = [x for x, r in zip(per_prompt, rows, strict=True) if r.get("source", "leetcode") == source]
-        out[source] = summarize(picked, p.seed)
-    return out
+    per_prompt: list[dict[str, float]] = [{} for _ in rows]
+    out: dict[str, Any] = {}
+    for source, idx in by_source(rows).items():
+        limit = max_tokens[source] if isinstance(max_tokens, dict) else max_tokens
+        scored = score_prompts(engine, [rows[i] for i in idx], p, limit)
+        for i, x in zip(idx, scored, strict=True):
+            per_prompt[i] = x
+        out[source] = summarize(scored, p.seed)
+    return {"gen_s": round(time.time() - t0, 1), "per_prompt": per_prompt, **out}
 
 
 def compare(after: dict[str, Any], before: dict[str, Any], rows: list[dict[str, Any]], seed: int = 0) -> dict:
@@ -136,8 +148,7 @@ def compare(after: dict[str, Any], before: dict[str, Any], rows: list[dict[str, 
     from codethinker.evaluation.stats import paired_diff_ci
 
     out = {}
-    for source in dict.fromkeys(r.get("source", "leetcode") for r in rows):
-        idx = [i for i, r in enumerate(rows) if r.get("source", "leetcode") == source]
+    for source, idx in by_source(rows).items():
         for k in ("reward", "fmt_rate", "rcs", "answer_acc"):
             ci = paired_diff_ci(
                 [after["per_prompt"][i][k] for i in idx], [before["per_prompt"][i][k] for i in idx], seed=seed
@@ -146,15 +157,17 @@ def compare(after: dict[str, Any], before: dict[str, Any], rows: list[dict[str, 
     return out
 
 
-def select_rows(rows: list[dict[str, Any]], max_prompts: int | None) -> list[dict[str, Any]]:
-    """The first ``max_prompts`` prompts of each source (None: all)."""
+def select_rows(rows: list[dict[str, Any]], max_prompts: int | dict[str, int] | None) -> list[dict[str, Any]]:
+    """The first ``max_prompts`` prompts of each source (a mapping: per source, a source it lacks
+    keeps all; None or 0: all)."""
     if not max_prompts:
         return rows
     taken: dict[str, int] = {}
     out = []
     for r in rows:
-        src = r.get("source", "leetcode")
-        if taken.get(src, 0) < max_prompts:
+        src = source_of(r)
+        cap = max_prompts.get(src) if isinstance(max_prompts, dict) else max_prompts
+        if not cap or taken.get(src, 0) < cap:
             taken[src] = taken.get(src, 0) + 1
             out.append(r)
     return out
@@ -163,19 +176,24 @@ def select_rows(rows: list[dict[str, Any]], max_prompts: int | None) -> list[dic
 def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams) -> dict[str, Any]:
     """Evaluate each named model in turn; a missing local model folder is reported, not fatal.
 
-    Returns ``{phase: {source: summary}, "grpo_vs_sft": {source: diffs}, "max_tokens": n}``.
+    Returns ``{phase: {source: summary}, "grpo_vs_sft": {source: diffs}, "max_tokens": {source: n}}``.
     """
     from transformers import AutoTokenizer
 
+    from codethinker.training.common import truth_token_budget
     from codethinker.training.rollout import make_engine
 
     rows = select_rows(rows, p.max_prompts)
-    max_tokens = p.max_tokens
-    if max_tokens == "auto":
+    groups = by_source(rows)
+    if p.max_tokens == "auto":
         first = next((m for m in models.values() if Path(m).exists() or not str(m).startswith("models/")), None)
         tok = AutoTokenizer.from_pretrained(str(first)) if first else None
-        max_tokens = truth_token_budget(tok, rows, p.trace_thoughts) if tok is not None else 1024
-    max_tokens = int(max_tokens)
+        max_tokens = {
+            src: truth_token_budget(tok, [rows[i] for i in idx], p.trace_thoughts) if tok is not None else 1024
+            for src, idx in groups.items()
+        }
+    else:
+        max_tokens = dict.fromkeys(groups, int(p.max_tokens))
     out: dict[str, Any] = {"max_tokens": max_tokens}
     for name, path in models.items():
         if str(path).startswith(("models/", "./", "/")) and not Path(path).exists():
@@ -194,7 +212,7 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
         if kind == "hf":
             from codethinker.engines.hf import HFEngine
 
-            eng = HFEngine(path)
+            eng = HFEngine(path, batch_size=HF_BATCH)
         try:
             out[name] = evaluate_engine(eng, rows, p, max_tokens)
         finally:

@@ -101,9 +101,10 @@ def test_layout_refuses_what_cannot_size_a_cache(config, dtype):
 
 def test_need_counts_whole_blocks_and_the_null_block():
     per_token = 2048
-    assert kv_cache_need_bytes(per_token, 1, 128) == 2 * 128 * per_token
-    assert kv_cache_need_bytes(per_token, 1, 129) == 3 * 128 * per_token
-    assert kv_cache_need_bytes(per_token, 64, 4096) == (64 * 32 + 1) * 128 * per_token
+    assert kv_cache_need_bytes(per_token, 1, 128, block_size=128) == 2 * 128 * per_token
+    assert kv_cache_need_bytes(per_token, 1, 129, block_size=128) == 3 * 128 * per_token
+    assert kv_cache_need_bytes(per_token, 64, 4096, block_size=128) == (64 * 32 + 1) * 128 * per_token
+    assert kv_cache_need_bytes(per_token, 1, 33) == 3 * kv.CPU_BLOCK_SIZE * per_token  # 2 blocks of 32 + null
     assert one_sequence_bytes(per_token, 4096) == kv_cache_need_bytes(per_token, 1, 4096)
     with pytest.raises(ValueError):
         kv_cache_need_bytes(per_token, 0, 4096)

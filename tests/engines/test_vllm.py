@@ -71,6 +71,23 @@ def test_dbs_runs_on_vllm(vllm_engine):
     assert res.tokens_generated >= max(c.n_tokens for c in res.completions)
 
 
+def test_prefix_cache_serves_a_continued_prefix(vllm_engine):
+    """DBS continues sampled prefixes: with blocks of CPU_BLOCK_SIZE tokens vLLM's counters show the
+    shared part served from its prefix cache (with vLLM's CPU default of 128, prefixes this short
+    never hit)."""
+    from codethinker.engines.kv_cache import CPU_BLOCK_SIZE
+
+    assert vllm_engine.kv_cache_info["block_size"] == CPU_BLOCK_SIZE
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "trace " * 100}])
+    shared = len(vllm_engine.tokenizer(prompt).input_ids) // CPU_BLOCK_SIZE * CPU_BLOCK_SIZE
+    assert shared >= 2 * CPU_BLOCK_SIZE
+    [[first]] = vllm_engine.continue_prefixes([prompt], 1, stop=[], max_tokens=8, seed=3)
+    q0, h0 = vllm_engine.prefix_cache_counts()
+    vllm_engine.continue_prefixes([prompt + first.text], 2, stop=[], max_tokens=4, seed=4)
+    q1, h1 = vllm_engine.prefix_cache_counts()
+    assert q1 - q0 >= 2 * shared and h1 - h0 >= shared  # the prompt's full blocks came from the cache
+
+
 def test_openai_engine_against_vllm_server(vllm_server, tiny_model):
     from codethinker.engines.openai import OpenAIEngine
 

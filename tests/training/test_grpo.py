@@ -56,6 +56,32 @@ def test_rollout_returns_regular_then_dbs_per_group():
         r([prompts[0]] * 4 + [prompts[1]], _trainer())
 
 
+class _CachedEngine(ScriptedEngine):
+    """Counts 10 prompt tokens queried and 4 hit per sequence, as vLLM's prefix-cache counters would."""
+
+    def continue_prefixes(self, prefixes, n, **kw):
+        self.counts = [c + k * len(prefixes) * n for c, k in zip(getattr(self, "counts", (0, 0)), (10, 4), strict=True)]
+        return super().continue_prefixes(prefixes, n, **kw)
+
+    def prefix_cache_counts(self):
+        return tuple(getattr(self, "counts", (0, 0)))
+
+
+def test_rollout_reports_the_prefix_cache_of_dbs_calls_only():
+    flows = [Flow.from_json(t) for t in truths()[:2]]
+    prompts = [render_prompt(f) for f in flows]
+    table = {prompt_key(p): t for p, t in zip(prompts, truths()[:2], strict=False)}
+    eng = _CachedEngine(lambda prefix, k, sid: ("[/TRACE]", 2, "stop"))
+    r = Rollout("static", eng, _Tok(), table, RolloutParams(n_regular=2, n_dbs=3))
+    r([prompts[0]] * 5 + [prompts[1]] * 5, _trainer())
+    regular_queried = 10 * 2 * 2  # the first call: 2 prompts x 2 regular samples
+    stats = r.stats.take()
+    assert stats["rollout/dbs_cache_queried"] == eng.counts[0] - regular_queried > 0
+    assert stats["rollout/dbs_cache_hits"] == eng.counts[1] - 4 * 2 * 2
+    assert stats["rollout/dbs_cache_hit_rate"] == 0.4
+    assert r.stats.take()["rollout/dbs_cache_hit_rate"] == 0.0  # taken: reset, nothing queried since
+
+
 def test_crm_reward_func_scores_and_summarizes():
     good = [render_trace(Flow.from_json(t)) for t in truths()[:2]]
     fn = CRMRewardFunc({"alpha": 1.0})

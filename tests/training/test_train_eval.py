@@ -10,6 +10,7 @@ from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import Flow
 from codethinker.data.sft import template_trace
 from codethinker.engines.base import Completion
+from codethinker.training.common import truth_token_budget
 from codethinker.training.grpo import load_grpo_rows
 from codethinker.training.train_eval import (
     EvalParams,
@@ -17,7 +18,6 @@ from codethinker.training.train_eval import (
     evaluate_engine,
     run_train_eval,
     select_rows,
-    truth_token_budget,
 )
 
 
@@ -28,12 +28,14 @@ class _Oracle:
         self.by_prompt = {self.apply_chat_template(r["prompt"]): r["truth"] for r in rows}
         self.good = good
         self.max_tokens = None
+        self.limits = {}  # prompt -> the limit it was sampled under
 
     def apply_chat_template(self, messages):
         return messages[-1]["content"]
 
     def continue_prefixes(self, prefixes, n, *, stop, max_tokens, temperature=1.0, seed=None):
         self.max_tokens = max_tokens
+        self.limits.update(dict.fromkeys(prefixes, max_tokens))
         out = []
         for i, p in enumerate(prefixes):
             if self.good(i):
@@ -77,6 +79,8 @@ def test_select_rows_caps_each_source():
     rows = [{"source": s, "i": i} for i, s in enumerate("aabbbab")]
     assert [r["i"] for r in select_rows(rows, 2)] == [0, 1, 2, 3]
     assert select_rows(rows, None) == rows
+    assert [r["i"] for r in select_rows(rows, {"a": 1, "b": 2})] == [0, 2, 3]
+    assert [r["i"] for r in select_rows(rows, {"b": 1})] == [0, 1, 2, 5]  # a source not named keeps all
 
 
 def test_budget_follows_the_longest_truth(grpo_parquet, tokenizer_dir):
@@ -91,14 +95,24 @@ def test_budget_follows_the_longest_truth(grpo_parquet, tokenizer_dir):
     assert longest_tmpl > longest_bare
 
 
-def test_auto_budget_reaches_the_engine(grpo_parquet, tiny_model, monkeypatch):
+def test_auto_budget_reaches_the_engine_per_source(grpo_parquet, tiny_model, tokenizer_dir, monkeypatch):
+    from transformers import AutoTokenizer
+
     rows, _ = load_grpo_rows(grpo_parquet)
+    rows = _with_sources(rows, ["synth", "leetcode", "synth", "leetcode"])
     oracle = _Oracle(rows)
     monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", oracle))
     out = run_train_eval({"after_sft": tiny_model}, rows, EvalParams(max_tokens="auto", trace_thoughts=False))
-    assert out["max_tokens"] == oracle.max_tokens > 16
+    tok = AutoTokenizer.from_pretrained(str(tiny_model))
+    for src in ("synth", "leetcode"):
+        mine = [r for r in rows if r["source"] == src]
+        assert out["max_tokens"][src] == truth_token_budget(tok, mine, thoughts=False) > 16
+        assert {oracle.limits[oracle.apply_chat_template(r["prompt"])] for r in mine} == {out["max_tokens"][src]}
+    assert out["max_tokens"]["synth"] != out["max_tokens"]["leetcode"]  # each source its own limit
     assert out["after_sft"]["leetcode"]["truncated"] == 0.5
     assert "per_prompt" not in out["after_sft"]
+    fixed = run_train_eval({"after_sft": tiny_model}, rows, EvalParams(max_tokens=40))
+    assert fixed["max_tokens"] == {"synth": 40, "leetcode": 40}
 
 
 @pytest.mark.slow

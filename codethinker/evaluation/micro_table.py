@@ -1,0 +1,153 @@
+"""Paper Table 2 in miniature: GRPO ablations from one SFT checkpoint, several seeds each, scored by
+``train_eval`` on held-out prompts (mean CRM reward, answer accuracy, RCS, format-valid rate).
+
+Each (variant, seed) is one DVC experiment that reruns only ``grpo`` and ``train_eval`` (the SFT
+model and the data are unchanged, so DVC takes them from its cache)::
+
+    dvc exp run train_eval -n t2-nodbs-s1 -S grpo.seed=1 -S grpo.rollout.n_dbs=0 -S grpo.rollout.n_regular=8
+
+:func:`commands` spells all of them; ``codethinker report --exps auto`` reads ``dvc exp show
+--json``, groups the experiments by variant (from their ``grpo`` params, not their names) and seed,
+and prints mean ± sample standard deviation over seeds. A variant's difference from the full method
+is marked when it exceeds the seed noise: ``|Δ| > 2 * sqrt(sd_v² / n_v + sd_full² / n_full)`` (two
+standard errors of the difference of means; with 3 seeds a rough screen, not a test).
+
+>>> commands(seeds=(1,))[1]
+'dvc exp run train_eval -n t2-nodbs-s1 -S grpo.seed=1 -S grpo.rollout.n_dbs=0 -S grpo.rollout.n_regular=8'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["METRICS", "SEEDS", "VARIANTS", "Variant", "collect", "commands", "table", "variant_of"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    key: str
+    label: str
+    switches: tuple[tuple[str, Any], ...]  # params.yaml keys (under grpo) set with -S
+
+
+VARIANTS = (
+    Variant("full", "CodeThinker (DBS + CRM)", ()),
+    Variant("nodbs", "w/o DBS (8 regular samples)", (("rollout.n_dbs", 0), ("rollout.n_regular", 8))),
+    Variant("nogate", "w/o the gate (R_res paid without a full trace)", (("crm.gate", False),)),
+    Variant("noprefix", "w/o prefix consistency (each block on its own)", (("crm.prefix", False),)),
+    Variant("orm", "outcome reward only (R_res)", (("crm.prm", False),)),
+    Variant("noccw", "w/o CCW (equal block weights)", (("crm.ccw", False),)),
+)
+SEEDS = (0, 1, 2)
+METRICS = (("reward", "reward"), ("answer_acc", "accuracy"), ("rcs", "RCS"), ("fmt_rate", "format-valid"))
+DEFAULTS = {"rollout.n_dbs": 4, "rollout.n_regular": 4, "crm.gate": True, "crm.prefix": True, "crm.prm": True,
+            "crm.ccw": True}  # fmt: skip
+
+
+def _dash(v: Any) -> str:
+    return str(v).lower()
+
+
+def commands(seeds: Iterable[int] = SEEDS, target: str = "train_eval") -> list[str]:
+    """One ``dvc exp run`` per (variant, seed), variants in table order."""
+    out = []
+    for v in VARIANTS:
+        for s in seeds:
+            sets = [f"-S grpo.seed={s}"] + [f"-S grpo.{k}={_dash(x)}" for k, x in v.switches]
+            out.append(f"dvc exp run {target} -n t2-{v.key}-s{s} " + " ".join(sets))
+    return out
+
+
+def _get(d: Mapping[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(d, Mapping) or part not in d:
+            return None
+        d = d[part]
+    return d
+
+
+def variant_of(params: Mapping[str, Any]) -> str | None:
+    """The variant a params.yaml belongs to (None: a combination that is not in the table).
+
+    >>> variant_of({"grpo": {"crm": {"gate": False}, "rollout": {"n_dbs": 4, "n_regular": 4}}})
+    'nogate'
+    """
+    grpo = params.get("grpo") or {}
+    got = {k: _get(grpo, k) for k in DEFAULTS}
+    got = {k: (DEFAULTS[k] if v is None else v) for k, v in got.items()}
+    for v in VARIANTS:
+        want = {**DEFAULTS, **dict(v.switches)}
+        if all(got[k] == want[k] for k in DEFAULTS):
+            return v.key
+    return None
+
+
+def _revs(exp_show: list[dict[str, Any]]) -> Iterable[tuple[str, dict[str, Any]]]:
+    for top in exp_show:
+        yield ("workspace" if top.get("rev") == "workspace" else top.get("rev", "?")[:7]), top
+        for exp in top.get("experiments") or []:
+            for rev in exp.get("revs") or []:
+                yield rev.get("name") or exp.get("name") or rev.get("rev", "?")[:7], rev
+
+
+def collect(exp_show: list[dict[str, Any]] | str, source: str = "synth") -> dict[str, dict[int, dict[str, Any]]]:
+    """``{variant: {seed: {"name", "after_grpo": summary, "after_sft": summary}}}`` from ``dvc exp show
+    --json``; a (variant, seed) seen twice keeps the first listed (DVC lists the newest first)."""
+    data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for name, rev in _revs(data):
+        d = rev.get("data") or {}
+        params = ((d.get("params") or {}).get("params.yaml") or {}).get("data") or {}
+        metrics = ((d.get("metrics") or {}).get("metrics/train_eval.json") or {}).get("data") or {}
+        grpo_m = (metrics.get("after_grpo") or {}).get(source)
+        variant = variant_of(params)
+        if variant is None or not grpo_m:
+            continue
+        seed = _get(params, "grpo.seed")
+        seed = int(_get(params, "base.seed") or 0) if seed is None else int(seed)
+        sft_m = (metrics.get("after_sft") or {}).get(source)
+        out.setdefault(variant, {}).setdefault(seed, {"name": name, "after_grpo": grpo_m, "after_sft": sft_m})
+    return out
+
+
+def _stats(xs: list[float]) -> tuple[float, float, int]:
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0), len(xs)
+
+
+def table(collected: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> str:
+    """Markdown: one row per variant (and the SFT model), mean ± sd over seeds; ``*`` marks a
+    difference from the full method larger than two standard errors."""
+    head = "| variant | seeds | " + " | ".join(label for _, label in METRICS) + " |"
+    lines = [head, "|---" * (len(METRICS) + 2) + "|"]
+    full = collected.get("full", {})
+
+    def values(runs: Mapping[int, Mapping[str, Any]], key: str, phase: str = "after_grpo") -> list[float]:
+        return [float(r[phase][key]) for r in runs.values() if r.get(phase) and key in r[phase]]
+
+    sft_runs = {s: r for runs in collected.values() for s, r in runs.items() if r.get("after_sft")}
+    if sft_runs:
+        first = next(iter(sft_runs.values()))["after_sft"]
+        cells = [f"{float(first[k]):.3f}" for k, _ in METRICS]
+        lines.append("| w/o RL (the SFT checkpoint every row starts from) | – | " + " | ".join(cells) + " |")
+    for v in VARIANTS:
+        runs = collected.get(v.key, {})
+        if not runs:
+            lines.append(f"| {v.label} | 0 | " + " | ".join("not run" for _ in METRICS) + " |")
+            continue
+        cells = []
+        for k, _ in METRICS:
+            m, sd, n = _stats(values(runs, k))
+            cell = f"{m:.3f} ± {sd:.3f}"
+            base = values(full, k)
+            if v.key != "full" and len(base) > 1 and n > 1:
+                fm, fsd, fn = _stats(base)
+                diff, noise = m - fm, 2 * math.sqrt(sd**2 / n + fsd**2 / fn)
+                cell += f" ({diff:+.3f}{'*' if abs(diff) > noise else ''})"
+            cells.append(cell)
+        lines.append(f"| {v.label} | {len(runs)} ({', '.join(map(str, sorted(runs)))}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

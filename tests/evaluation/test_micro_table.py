@@ -1,0 +1,134 @@
+"""Table 2 in miniature: the commands match params.yaml, experiments are grouped by their params
+(not their names), and only differences beyond the seed noise are marked."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import shlex
+from pathlib import Path
+
+import yaml
+
+from codethinker.evaluation import micro_table
+from codethinker.evaluation.micro_table import VARIANTS, collect, commands, table, variant_of
+
+ROOT = Path(__file__).resolve().parents[2]
+PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def _set(params, dotted, value):
+    node = params
+    *head, last = dotted.split(".")
+    for part in head:
+        node = node[part]
+    node[last] = value
+
+
+def _params_for(cmd: str) -> dict:
+    """params.yaml as DVC's -S would leave it after ``cmd``; fails on a key params.yaml lacks."""
+    params = copy.deepcopy(PARAMS)
+    words = shlex.split(cmd)
+    for flag, arg in itertools.pairwise(words):
+        if flag == "-S":
+            key, value = arg.split("=", 1)
+            node = params
+            for part in key.split(".")[:-1]:
+                node = node[part]
+            assert key.split(".")[-1] in node, f"{key}: not in params.yaml (dvc exp run -S would refuse it)"
+            _set(params, key, yaml.safe_load(value))
+    return params
+
+
+def _rev(name, params, reward, sft_reward=0.5, acc=0.1):
+    metrics = {
+        "after_grpo": {"synth": {"reward": reward, "answer_acc": acc, "rcs": 0.2, "fmt_rate": 0.6}},
+        "after_sft": {"synth": {"reward": sft_reward, "answer_acc": 0.05, "rcs": 0.1, "fmt_rate": 0.5}},
+    }
+    return {
+        "rev": "0" * 40,
+        "name": name,
+        "data": {
+            "params": {"params.yaml": {"data": params}},
+            "metrics": {"metrics/train_eval.json": {"data": metrics}},
+        },
+    }
+
+
+def _exp_show(revs):
+    ws = _rev("workspace", PARAMS, 1.0)
+    ws["rev"] = "workspace"
+    return [ws, {"rev": "a" * 40, "name": "main", "data": {}, "experiments": [{"revs": revs}]}]
+
+
+class TestCommands:
+    def test_every_variant_and_seed_once(self):
+        cmds = commands()
+        assert len(cmds) == len(VARIANTS) * len(micro_table.SEEDS) == 18
+        assert len({c.split(" -n ")[1].split()[0] for c in cmds}) == 18  # distinct experiment names
+        assert all(c.startswith("dvc exp run train_eval -n t2-") for c in cmds)
+
+    def test_commands_set_existing_keys_and_land_on_their_variant(self):
+        for v in VARIANTS:
+            for cmd in commands(seeds=(2,)):
+                if f"-n t2-{v.key}-" in cmd:
+                    params = _params_for(cmd)
+                    assert variant_of(params) == v.key
+                    assert params["grpo"]["seed"] == 2
+
+    def test_default_params_are_the_full_method(self):
+        assert variant_of(PARAMS) == "full"
+
+    def test_two_switches_at_once_are_no_variant(self):
+        params = copy.deepcopy(PARAMS)
+        _set(params, "grpo.crm.gate", False)
+        _set(params, "grpo.crm.ccw", False)
+        assert variant_of(params) is None
+
+
+class TestCollect:
+    def test_groups_by_params_and_seed(self):
+        revs = []
+        for cmd, reward in zip(commands(seeds=(0, 1)), range(12), strict=False):
+            revs.append(_rev(cmd.split(" -n ")[1].split()[0], _params_for(cmd), float(reward)))
+        got = collect(_exp_show(revs))
+        assert set(got) == {v.key for v in VARIANTS}
+        assert sorted(got["nodbs"]) == [0, 1]
+        assert got["nodbs"][1]["after_grpo"]["reward"] == 3.0
+        assert got["full"][0]["name"] in ("workspace", "t2-full-s0")  # base.seed 0 = grpo seed 0
+
+    def test_name_is_not_trusted(self):
+        params = _params_for(commands(seeds=(1,))[0])  # full, seed 1
+        got = collect(_exp_show([_rev("t2-orm-s1", params, 2.0)]))
+        assert 1 in got["full"] and "orm" not in got
+
+    def test_broken_or_partial_entries_are_skipped(self):
+        bad = [{"rev": "b" * 40, "error": {"msg": "failed"}}, {"rev": "c" * 40, "data": {"metrics": {}}}]
+        no_grpo = _rev("x", PARAMS, 1.0)
+        no_grpo["data"]["metrics"]["metrics/train_eval.json"]["data"].pop("after_grpo")
+        got = collect(json.dumps(_exp_show([*bad, no_grpo])))
+        assert list(got) == ["full"] and list(got["full"]) == [0]
+
+
+class TestTable:
+    @staticmethod
+    def _runs(rewards):
+        return {
+            s: {"after_grpo": {"reward": r, "answer_acc": 0.1, "rcs": 0.2, "fmt_rate": 0.6}, "after_sft": None}
+            for s, r in enumerate(rewards)
+        }
+
+    def test_marks_only_differences_beyond_the_noise(self):
+        text = table({"full": self._runs([1.0, 1.1, 0.9]), "nodbs": self._runs([0.5, 0.55, 0.45]),
+                      "nogate": self._runs([0.9, 1.3, 0.7])})  # fmt: skip
+        rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()}
+        assert "(-0.500*)" in rows["w/o DBS (8 regular samples)"]
+        assert "(-0.033)" in rows["w/o the gate (R_res paid without a full trace)"]  # within 2 SE: no mark
+        assert rows["CodeThinker (DBS + CRM)"].count("*") == 0
+        assert "1.000 ± 0.100" in rows["CodeThinker (DBS + CRM)"]
+        assert "not run" in rows["w/o CCW (equal block weights)"]
+
+    def test_single_seed_gets_no_mark(self):
+        text = table({"full": self._runs([1.0]), "orm": self._runs([0.0])})
+        assert "*" not in text.replace("**", "")
