@@ -20,7 +20,7 @@ from codethinker.params import load_section
 from codethinker.sandbox import SandboxConfig
 from codethinker.tracking import stage_run
 
-INS = (Path("data/gen_inputs/inputs.jsonl"), Path("data/synth/inputs.jsonl"))
+INS = {"leetcode": Path("data/gen_inputs/inputs.jsonl"), "synth": Path("data/synth/inputs.jsonl")}
 OUT = Path("data/exec_filter/samples.jsonl")
 METRICS = Path("metrics/exec_filter.json")
 FIELDS = {"task_id": str, "entry": str, "code": str, "inputs": list}
@@ -36,7 +36,7 @@ def run(params: dict) -> dict:
     )
     tracer = functools.partial(trace_many, sandbox_config=config, progress="exec_filter")
     kept, metrics = [], {}
-    for path in INS:
+    for source, path in INS.items():
         samples, counts = exec_filter(
             read_jsonl(path, FIELDS),
             tracer=tracer,
@@ -45,10 +45,10 @@ def run(params: dict) -> dict:
             keep_none=bool(params.get("keep_none", False)),
         )
         kept += samples
-        if path == INS[0]:
+        if source == "leetcode":  # the funnel's counts (top level); the generated programs' under "synth"
             metrics.update(counts)
         else:
-            metrics["synth"] = counts
+            metrics[source] = counts
     write_jsonl(OUT, kept)
     write_json(METRICS, metrics)
     return metrics

@@ -45,21 +45,28 @@ def main() -> None:
             raise SystemExit(f"train_eval: {exc}") from None
         run.log_metrics(result)
     write_json(METRICS, result)
+    print(summary(result))
+
+
+def summary(result: dict) -> str:
+    """The console table: per source, each phase's means [95% CI] and the paired GRPO - SFT reward."""
     limits = ", ".join(f"{k} {v}" for k, v in result["max_tokens"].items())
-    print(f"train_eval: response limits (tokens) {limits}; mean [95% CI] over held-out prompts")
-    for source in dict.fromkeys(k for m in result.values() if isinstance(m, dict) for k in m if k in SOURCES):
-        print(f"-- {source}\n{'phase':12} " + "  ".join(f"{c:>22}" for c in METRIC_NAMES))
-        for name, m in result.items():
-            if isinstance(m, dict) and source in m and name != "grpo_vs_sft":
+    lines = [f"train_eval: response limits (tokens) {limits}; mean [95% CI] over held-out prompts"]
+    phases = {k: m for k, m in result.items() if k not in ("max_tokens", "grpo_vs_sft") and isinstance(m, dict)}
+    for source in dict.fromkeys(k for m in phases.values() for k in m if k in SOURCES):
+        lines.append(f"-- {source}\n{'phase':12} " + "  ".join(f"{c:>22}" for c in METRIC_NAMES))
+        for name, m in phases.items():
+            if source in m:
                 row = m[source]
                 cells = [f"{row[c]:.3f} [{row[c + '_ci_low']:.2f}, {row[c + '_ci_high']:.2f}]" for c in METRIC_NAMES]
-                print(f"{name:12} " + "  ".join(f"{c:>22}" for c in cells))
+                lines.append(f"{name:12} " + "  ".join(f"{c:>22}" for c in cells))
         diff = result.get("grpo_vs_sft", {}).get(source)
         if diff:
-            print(
+            lines.append(
                 f"{'GRPO - SFT':12} reward {diff['reward_diff']:+.3f} "
                 f"[{diff['reward_diff_ci_low']:+.3f}, {diff['reward_diff_ci_high']:+.3f}]"
             )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

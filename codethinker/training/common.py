@@ -189,15 +189,3 @@ class MetricsCallback(TrainerCallback):
             if new:
                 w.writeheader()
             w.writerows(rows)
-
-
-def truth_token_budget(tok: Any, rows: list[dict[str, Any]], thoughts: bool = True, margin: float = 1.25) -> int:
-    """``margin`` x the tokens of the longest ground-truth trace of ``rows`` (with the template
-    teacher's thoughts, or with empty ones for a policy trained on ``contra_sft.teacher: none``)."""
-    from codethinker.contra.render import render_trace
-    from codethinker.contra.tracer import Flow
-    from codethinker.data.sft import template_trace
-
-    render = template_trace if thoughts else render_trace
-    longest = max((len(tok(render(Flow.from_json(r["truth"]))).input_ids) for r in rows), default=0)
-    return max(16, int(longest * margin) + 8)  # + the closing tags' slack

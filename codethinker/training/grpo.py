@@ -172,7 +172,7 @@ def resolve_budget(p: GRPOParams, model: str | Path, rows: list[dict[str, Any]])
         return p
     from transformers import AutoTokenizer
 
-    from codethinker.training.common import truth_token_budget
+    from codethinker.training.train_eval import truth_token_budget
 
     budget = truth_token_budget(AutoTokenizer.from_pretrained(str(model)), rows, p.trace_thoughts)
     return dataclasses.replace(p, rollout=dataclasses.replace(p.rollout, max_completion_tokens=budget))

@@ -239,25 +239,25 @@ def run_grpo_local(
     }
     ck = checkpoint_dir(out, fingerprint)
     reward = CRMRewardFunc(p.crm)
-    holder: dict[str, Any] = {}
+    live: dict[str, Any] = {}  # the rollout (made with the trainer) and the end of the last step
 
     def extra() -> dict[str, float]:
         """Per step: rewards, DBS tokens, and the step's wall split into rollout (regular, DBS), reward,
         weight sync and the rest (TRL's forward/backward and optimizer step: ``update_s``)."""
         stats = reward.take()
-        stats.update({k.split("/")[-1]: v for k, v in holder["rollout"].stats.take().items()})
+        stats.update({k.split("/")[-1]: v for k, v in live["rollout"].stats.take().items()})
         now = time.perf_counter()
-        stats["step_s"] = now - holder.get("t_last", t_train[0])
-        holder["t_last"] = now
+        stats["step_s"] = now - live["t_last"]
+        live["t_last"] = now
         parts = ("rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s")
         stats["update_s"] = max(0.0, stats["step_s"] - sum(stats.get(k, 0.0) for k in parts))
         return stats
 
     cb = MetricsCallback(run, plot_csv, extra=extra, columns=PLOT_COLUMNS)
     trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])
-    holder["rollout"] = rollout
+    live["rollout"] = rollout
     resume = last_checkpoint(ck)
-    t_train = [time.perf_counter()]
+    live["t_last"] = time.perf_counter()
     try:
         result = trainer.train(resume_from_checkpoint=resume)
         policy = trainer.accelerator.unwrap_model(trainer.model)

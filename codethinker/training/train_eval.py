@@ -90,6 +90,18 @@ def by_source(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
     return out
 
 
+def truth_token_budget(tok: Any, rows: list[dict[str, Any]], thoughts: bool = True, margin: float = 1.25) -> int:
+    """``margin`` x the tokens of the longest ground-truth trace of ``rows`` (with the template
+    teacher's thoughts, or with empty ones for a policy trained on ``contra_sft.teacher: none``)."""
+    from codethinker.contra.render import render_trace
+    from codethinker.contra.tracer import Flow
+    from codethinker.data.sft import template_trace
+
+    render = template_trace if thoughts else render_trace
+    longest = max((len(tok(render(Flow.from_json(r["truth"]))).input_ids) for r in rows), default=0)
+    return max(16, int(longest * margin) + 8)  # + the closing tags' slack
+
+
 def score_prompts(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int) -> list[dict[str, float]]:
     """One dict of :data:`METRICS` per prompt (the mean over its ``samples`` answers)."""
     from codethinker.contra.tracer import Flow
@@ -180,7 +192,6 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
     """
     from transformers import AutoTokenizer
 
-    from codethinker.training.common import truth_token_budget
     from codethinker.training.rollout import make_engine
 
     rows = select_rows(rows, p.max_prompts)

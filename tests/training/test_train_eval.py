@@ -10,7 +10,6 @@ from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import Flow
 from codethinker.data.sft import template_trace
 from codethinker.engines.base import Completion
-from codethinker.training.common import truth_token_budget
 from codethinker.training.grpo import load_grpo_rows
 from codethinker.training.train_eval import (
     EvalParams,
@@ -18,6 +17,7 @@ from codethinker.training.train_eval import (
     evaluate_engine,
     run_train_eval,
     select_rows,
+    truth_token_budget,
 )
 
 
@@ -127,3 +127,21 @@ def test_run_train_eval_on_the_tiny_model(tiny_model, grpo_parquet, tmp_path):
     m = out["before_sft"]["leetcode"]
     assert m["n"] == 2 and m["fmt_rate"] == 0.0 and m["reward"] == 0.0 and 1 <= m["response_tokens"] <= 8
     assert m["truncated"] == 1.0  # a random model runs to the limit: counted as cut, not as an answer
+
+
+def test_stage_summary_with_per_source_limits(grpo_parquet, tiny_model, monkeypatch):
+    """The stage's console table once crashed on the per-source limits (an int where a phase was expected)."""
+    from stages.train_eval import summary
+
+    rows, _ = load_grpo_rows(grpo_parquet)
+    rows = _with_sources(rows, ["synth", "leetcode", "synth", "leetcode"])
+    monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", _Oracle(rows)))
+    models = {"after_sft": tiny_model, "after_grpo": tiny_model}
+    out = run_train_eval(models, rows, EvalParams(max_tokens="auto", trace_thoughts=False))
+    text = summary(out)
+    limits = out["max_tokens"]
+    assert f"synth {limits['synth']}, leetcode {limits['leetcode']}" in text.splitlines()[0]
+    for source in ("synth", "leetcode"):
+        block = text.split(f"-- {source}\n")[1]
+        assert block.splitlines()[1].startswith("after_sft") and block.splitlines()[2].startswith("after_grpo")
+        assert "GRPO - SFT   reward +0.000 [+0.000, +0.000]" in block
