@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from codethinker.evaluation.report import exp_revs
+
 __all__ = ["METRICS", "SEEDS", "VARIANTS", "Variant", "collect", "commands", "table", "variant_of"]
 
 
@@ -87,20 +89,12 @@ def variant_of(params: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _revs(exp_show: list[dict[str, Any]]) -> Iterable[tuple[str, dict[str, Any]]]:
-    for top in exp_show:
-        yield ("workspace" if top.get("rev") == "workspace" else top.get("rev", "?")[:7]), top
-        for exp in top.get("experiments") or []:
-            for rev in exp.get("revs") or []:
-                yield rev.get("name") or exp.get("name") or rev.get("rev", "?")[:7], rev
-
-
 def collect(exp_show: list[dict[str, Any]] | str, source: str = "synth") -> dict[str, dict[int, dict[str, Any]]]:
     """``{variant: {seed: {"name", "after_grpo": summary, "after_sft": summary}}}`` from ``dvc exp show
     --json``; a (variant, seed) seen twice keeps the first listed (DVC lists the newest first)."""
     data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
     out: dict[str, dict[int, dict[str, Any]]] = {}
-    for name, rev in _revs(data):
+    for name, rev in exp_revs(data):
         d = rev.get("data") or {}
         params = ((d.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         metrics = ((d.get("metrics") or {}).get("metrics/train_eval.json") or {}).get("data") or {}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,6 +146,15 @@ def from_mlflow(uri: str | None = None, experiment: str | None = None) -> dict[s
     return out
 
 
+def exp_revs(data: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(name, rev)`` for the workspace, each baseline commit and each experiment of ``dvc exp show --json``."""
+    for top in data:
+        yield ("workspace" if top.get("rev") == "workspace" else top.get("name") or top.get("rev", "?")[:7]), top
+        for exp in top.get("experiments") or []:
+            for rev in exp.get("revs") or []:
+                yield rev.get("name") or exp.get("name") or rev.get("rev", "?")[:7], rev
+
+
 def from_dvc_exps(exp_show: list[dict[str, Any]] | str) -> dict[str, dict[str, ModelResult]]:
     """``{experiment name: {model: result}}`` from ``dvc exp show --json`` (``workspace`` included)."""
     data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
@@ -162,11 +171,8 @@ def from_dvc_exps(exp_show: list[dict[str, Any]] | str) -> dict[str, dict[str, M
         if models:
             out[name] = models
 
-    for top in data:
-        add("workspace" if top.get("rev") == "workspace" else top.get("name") or top.get("rev", "?")[:7], top)
-        for exp in top.get("experiments") or []:
-            for rev in exp.get("revs") or []:
-                add(rev.get("name") or exp.get("name") or rev.get("rev", "?")[:7], rev)
+    for name, rev in exp_revs(data):
+        add(name, rev)
     return out
 
 
