@@ -5,12 +5,15 @@
     codethinker score --rollout out.txt --truth truth.json [--reward crm|orm|whitebox] [--no-gate ...]
     codethinker eval --model models/base --bench cruxeval --bench reval [--adapter DIR] [--format vanilla]
     codethinker report [--source metrics|mlflow] [--exps auto] [--out docs/results.md]
+    codethinker preflight [--profile paper] [--params params.yaml] [--show-params]  # ready for a run?
 
 Expected errors (a missing file, code without ``f``, an input that is not valid Python, a
 sample that cannot be traced, a truth JSON of another version or with a field of the wrong type,
 a numeric option that is not a finite number in its range) print one line
 ``codethinker: error: ...`` naming the file and field or the option, and exit with 2. ``score``
-prints exactly one line of strict JSON (no ``NaN``/``Infinity``) or nothing.
+prints exactly one line of strict JSON (no ``NaN``/``Infinity``) or nothing. ``preflight`` prints
+one line per check of what the profile needs (:mod:`codethinker.preflight`) and exits with 0 when
+every check passes, 1 when one fails (2: a params file that is missing or does not resolve).
 """
 
 from __future__ import annotations
@@ -186,7 +189,23 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_preflight(args: argparse.Namespace) -> int:
+    from codethinker import preflight
+    from codethinker.params import ParamsError
+
+    try:
+        if args.show_params:
+            print(preflight.params_table(args.params, args.profile))
+            return 0
+        report = preflight.run_preflight(args.params, args.profile)
+    except ParamsError as exc:
+        raise CLIError(str(exc)) from None
+    print(preflight.format_report(report, sys.stdout.encoding), flush=True)
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from codethinker.params import PROFILES
     from codethinker.rewards.crm import MAX_ALPHA
 
     p = _Parser(prog="codethinker", description=__doc__.split("\n")[0])
@@ -227,6 +246,17 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="the paper's tables (Markdown) from evaluation metrics or MLflow runs")
     add_report_arguments(r)
     r.set_defaults(func=_evaluation("run_report"))
+    f = sub.add_parser(
+        "preflight", help="check that what a profile needs is there (endpoints, models, GPUs, verl, Ray, data)"
+    )
+    f.add_argument(
+        "--profile", choices=PROFILES, help="resolve params.yaml for this profile (default: its base.profile)"
+    )
+    f.add_argument("--params", default="params.yaml", help="the params file (default: params.yaml)")
+    f.add_argument(
+        "--show-params", action="store_true", help="print the params resolved for the profile instead, one per line"
+    )
+    f.set_defaults(func=cmd_preflight)
     _check_numeric_options(p)
     return p
 

@@ -12,9 +12,23 @@ from typing import Any
 
 import yaml
 
-__all__ = ["PROFILES", "ParamsError", "by_profile", "flatten", "load_params", "load_section", "mirror_root"]
+__all__ = [
+    "PROFILES",
+    "PROFILE_FALLBACK",
+    "ParamsError",
+    "by_profile",
+    "flatten",
+    "load_params",
+    "load_section",
+    "mirror_root",
+    "policy_model",
+    "resolve_params",
+]
 
-PROFILES = ("default", "full")
+PROFILES = ("default", "full", "paper")
+# a profile missing from a ``{profile: value}`` mapping takes the value of this one: ``paper`` is
+# ``full`` plus the overrides that name ``paper`` (``{default: 300, full: 0}`` is 0 for paper)
+PROFILE_FALLBACK: dict[str, str] = {"paper": "full"}
 
 
 class ParamsError(ValueError):
@@ -35,13 +49,20 @@ def load_params(path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
 
 
 def load_section(name: str, path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
-    """The stage's section merged over nothing else; ``base`` is available as ``section['base']``."""
+    """The stage's section, every ``{profile: value}`` resolved for ``base.profile``
+    (:func:`resolve_params`); ``base`` is available as ``section['base']``."""
     data = load_params(path)
     if name not in data:
         raise ParamsError(f"{path}: no section '{name}'")
+    data = resolve_params(data)
     section = dict(data[name] or {})
-    section.setdefault("base", data.get("base", {}))
+    section.setdefault("base", data["base"])
     return section
+
+
+def policy_model(path: str | os.PathLike[str] = "params.yaml") -> str:
+    """``model.base`` for the current profile: the policy's local folder or hub id."""
+    return str((resolve_params(load_params(path)).get("model") or {}).get("base") or "models/base")
 
 
 def mirror_root(base: dict[str, Any]) -> Path | None:
@@ -65,24 +86,70 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _profile_chain(profile: str) -> list[str]:
+    """``profile`` and the profiles it falls back to, in order (``paper`` -> ``[paper, full]``)."""
+    chain = [profile]
+    while chain[-1] in PROFILE_FALLBACK and PROFILE_FALLBACK[chain[-1]] not in chain:
+        chain.append(PROFILE_FALLBACK[chain[-1]])
+    return chain
+
+
 def by_profile(value: Any, base: dict[str, Any]) -> Any:
     """A parameter that differs by ``base.profile``: ``{default: 300, full: null}`` -> the current one.
 
-    Any other value is returned as it is.
+    Any other value is returned as it is. A profile the mapping does not name takes the value of
+    the profile it falls back to (:data:`PROFILE_FALLBACK`: ``paper`` -> ``full``).
 
     >>> by_profile({"default": 300, "full": None}, {"profile": "full"}) is None
     True
     >>> by_profile(15, {"profile": "default"})
     15
+    >>> by_profile({"default": 1, "full": 2}, {"profile": "paper"})
+    2
     """
     if not (isinstance(value, dict) and value and set(value) <= set(PROFILES)):
         return value
     profile = base.get("profile", "default")
     if profile not in PROFILES:
         raise ParamsError(f"base.profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-    if profile not in value:
-        raise ParamsError(f"parameter {value!r} has no value for profile {profile!r}")
-    return value[profile]
+    chain = _profile_chain(profile)
+    for name in chain:
+        if name in value:
+            return value[name]
+    also = f" (nor for {', '.join(map(repr, chain[1:]))}, which it falls back to)" if len(chain) > 1 else ""
+    raise ParamsError(f"parameter {value!r} has no value for profile {profile!r}{also}")
+
+
+def resolve_params(data: dict[str, Any], profile: str | None = None) -> dict[str, Any]:
+    """The whole params mapping for ``profile`` (default: its ``base.profile``): every
+    ``{profile: value}`` mapping, at any depth, replaced by the profile's value; ``base.profile``
+    set to the profile. Nothing is written: ``data`` is left as it is.
+
+    >>> resolve_params({"base": {}, "sft": {"steps": {"default": 1, "full": -1}}}, "paper")["sft"]
+    {'steps': -1}
+    """
+    base = dict(data.get("base") or {})
+    if profile is not None:
+        base["profile"] = profile
+    name = base.setdefault("profile", "default")
+    if name not in PROFILES:
+        raise ParamsError(f"profile must be one of {', '.join(PROFILES)}, got {name!r}")
+
+    def walk(value: Any, where: str) -> Any:
+        try:
+            value = by_profile(value, base)
+        except ParamsError as exc:
+            raise ParamsError(f"{where}: {exc}") from None
+        if isinstance(value, dict):
+            return {k: walk(v, f"{where}.{k}") for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    resolved_base = {**walk(base, "base"), "profile": name}
+    out = {"base": resolved_base} if "base" not in data else {}
+    out.update({k: resolved_base if k == "base" else walk(v, str(k)) for k, v in data.items()})
+    return out
 
 
 def trace_thoughts(base: dict[str, Any], path: str | os.PathLike[str] = "params.yaml") -> bool:

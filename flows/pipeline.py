@@ -4,6 +4,7 @@
     python -m flows.pipeline -S gen_inputs.backend=llm -S base.profile=full
     python -m flows.pipeline --target sft --force sft # sft and what it needs; rerun sft anyway
     python -m flows.pipeline --dag                    # the stage order and classes, nothing run
+    python -m flows.pipeline --no-preflight           # start without `codethinker preflight`'s checks
 
 - The DAG is read from ``dvc.yaml`` through DVC's Python API on every run (never hard-coded):
   a stage added to ``dvc.yaml`` becomes a task. Each task runs
@@ -12,6 +13,12 @@
 - ``-S/--set section.key=value`` overrides are written into ``params.yaml`` before the DAG is read,
   with DVC's own ``dvc exp run -S`` code (Hydra override grammar, comments kept); they stay
   there afterwards, as after ``dvc exp run -S`` in the workspace (``git diff params.yaml``).
+- Preflight first: the ``preflight`` task runs :func:`codethinker.preflight.run_preflight` on the
+  params (after the overrides) for the stages this run selects (LLM endpoints, hub models, GPUs,
+  verl, Ray, data; ``codethinker preflight`` prints the same checks). When a check fails the flow
+  stops before any stage, with each failed check and what to do in its message; ``preflight=False``
+  (``--no-preflight``) skips it. Where the selected stages need nothing probed (every check "not
+  needed") no task is made.
 - GPU and LLM stages get retries with exponential backoff; GPU stages (and LLM stages, which
   start a local vLLM, unless ``flow.llm_uses_gpu: false``) hold one slot of the Prefect global
   concurrency limit ``codethinker-gpu`` (made with 1 slot when missing).
@@ -59,10 +66,22 @@ from prefect.runtime import task_run as runtime_task_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.tasks import exponential_backoff
 
-from codethinker.params import by_profile, flatten, load_params
+from codethinker.params import ParamsError, by_profile, flatten, load_params, resolve_params
+from codethinker.preflight import format_report, plan_checks, run_preflight
 from codethinker.tracking import pipeline_run, process_alive, process_key, tracking_uri
 
-__all__ = ["GPU_LIMIT", "StageSpec", "apply_overrides", "classify", "pipeline", "read_dag", "select"]
+__all__ = [
+    "GPU_LIMIT",
+    "PreflightFailed",
+    "StageSpec",
+    "apply_overrides",
+    "classify",
+    "pipeline",
+    "preflight_task",
+    "read_dag",
+    "run_preflight_step",
+    "select",
+]
 
 GPU_LIMIT = "codethinker-gpu"
 DEFAULT_GPU_STAGES = ("sft", "grpo", "train_eval", "evaluate")
@@ -76,6 +95,10 @@ class StageFailed(RuntimeError):
 
 class PipelineFailed(RuntimeError):
     """At least one stage failed or did not run."""
+
+
+class PreflightFailed(RuntimeError):
+    """A preflight check failed (or params.yaml does not resolve): no stage was started."""
 
 
 @dataclass(frozen=True)
@@ -471,6 +494,44 @@ def dvc_stage(
     }
 
 
+# --- preflight ---------------------------------------------------------------------------------
+
+
+@task(name="preflight", cache_policy=NO_CACHE, persist_result=False)
+def preflight_task(params_path: str, stages: list[str]) -> list[dict[str, Any]]:
+    """``codethinker preflight`` for ``stages`` (params sections): each check logged and in the
+    ``preflight`` artifact; :class:`PreflightFailed` naming every failed check and its fix."""
+    logger = get_run_logger()
+    report = run_preflight(params_path, stages=stages)
+    text = format_report(report)
+    for line in text.splitlines():
+        (logger.info if report.ok else logger.error)("%s", line)
+    create_markdown_artifact(
+        key="preflight", markdown=f"# preflight\n\n```\n{text}\n```\n", description="what the profile needs"
+    )
+    if not report.ok:
+        failed = "\n".join(f"- {r.name}: {r.detail}" + (f" (to do: {r.fix})" if r.fix else "") for r in report.failed)
+        raise PreflightFailed(
+            f"preflight failed for profile {report.profile}, no stage was started:\n{failed}\n"
+            "fix these, or skip the checks with --no-preflight (flow parameter preflight=False)"
+        )
+    return [asdict(r) | {"ok": r.ok} for r in report.results]
+
+
+def run_preflight_step(params_file: Path, sections: list[str], logger: Any) -> list[dict[str, Any]]:
+    """The flow's first step: the ``preflight`` task when a check of ``sections`` has something to
+    probe, else nothing (a log line). :class:`PreflightFailed` when a check fails or the params
+    do not resolve."""
+    try:
+        planned = plan_checks(resolve_params(load_params(params_file)), params_file.parent, sections)
+    except ParamsError as exc:
+        raise PreflightFailed(f"preflight: {exc}") from None
+    if not any(c.probe is not None for c in planned):
+        logger.info("preflight: nothing to check for the stages %s", ", ".join(sections))
+        return []
+    return preflight_task(str(params_file), sections)
+
+
 # --- the flow -------------------------------------------------------------------------------
 
 
@@ -503,6 +564,7 @@ def pipeline(
     retries: int | None = None,
     retry_delay_s: float | None = None,
     summary_path: str | None = None,
+    preflight: bool = True,
 ) -> dict[str, Any]:
     """Run the DVC stages of ``root`` (or ``targets`` and their upstream) as Prefect tasks.
 
@@ -510,6 +572,7 @@ def pipeline(
     params.yaml first. ``force``: stage names to rerun even when up to date (True: all).
     ``retries``/``retry_delay_s`` override ``flow.retries``/``flow.retry_delay_s`` for GPU/LLM
     stages. ``summary_path``: also write the summary JSON there (even when the flow fails).
+    ``preflight``: run the preflight checks first and stop when one fails (False: skip them).
     """
     logger = get_run_logger()
     root_p = Path(root).resolve()
@@ -532,6 +595,18 @@ def pipeline(
         "flow_run_name": runtime_flow_run.name,
         "stages": [],
     }
+    if preflight and params_file.is_file():
+        try:
+            summary["preflight"] = run_preflight_step(
+                params_file, list(dict.fromkeys(s.section for s in specs)), logger
+            )
+        except PreflightFailed as exc:
+            summary.update(ok=False, preflight_error=str(exc))
+            if summary_path:
+                Path(summary_path).write_text(json.dumps(summary, indent=2, default=str))
+            raise
+    elif not preflight:
+        logger.info("preflight skipped (preflight=False)")
     with _local_flows_guard() as alone, _flow_run_registry(str(runtime_flow_run.id), logger):
         if any(c["gpu"] for c in classes.values()):
             logger.info("%s", ensure_gpu_limit(GPU_LIMIT, int(cfg.get("gpu_slots", 1)), repair_leaks=alone))
@@ -632,6 +707,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retry-delay", type=float, help="first retry delay in seconds, doubled each time")
     ap.add_argument("--summary", help="write the summary JSON here")
     ap.add_argument("--dag", action="store_true", help="print the stage order and classes, run nothing")
+    ap.add_argument("--no-preflight", action="store_true", help="start without the preflight checks")
     args = ap.parse_args(argv)
     if args.dag:
         root = Path(args.root)
@@ -650,6 +726,7 @@ def main(argv: list[str] | None = None) -> int:
         retries=args.retries,
         retry_delay_s=args.retry_delay,
         summary_path=args.summary,
+        preflight=not args.no_preflight,
         return_state=True,
     )
     if state.is_completed():

@@ -1,9 +1,12 @@
 """Stage grpo: GRPO with regular + DBS samples and the CRM reward, from the SFT policy.
 
     python -m stages.grpo         # or: dvc repro grpo
+    dvc exp run -S grpo.reward=orm   # the CodeReasoner baseline (whitebox: ExecVerify's)
 
 Reads ``params.yaml`` ``grpo`` (``backend: local`` = TRL on this machine, ``verl`` = writes
-verl's config and launches ``python -m verl.trainer.main_ppo``; see docs/training.md).
+verl's config and launches ``python -m verl.trainer.main_ppo``; see docs/training.md). ``reward``:
+``crm`` (ConTra prompts, DBS + CRM), ``orm`` or ``whitebox`` (the baselines: their prompts rendered
+from the rows' truths, every sample regular; :mod:`codethinker.rewards.switch`).
 Input: ``data/contra_sft/grpo_train.parquet`` (verl's schema) and the SFT policy
 ``models/sft/merged``. Writes ``models/grpo/{adapter,merged}``, checkpoints in
 ``models/grpo/checkpoints`` (a restarted run resumes), ``metrics/grpo.json`` and the per-step
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.params import load_params, load_section, trace_thoughts
+from codethinker.params import load_section, policy_model, trace_thoughts
 from codethinker.tracking import stage_run
 from codethinker.training.common import resolve_profile
 from codethinker.training.grpo import grpo_params
@@ -30,7 +33,7 @@ def main() -> None:
     base = section.pop("base")
     section = resolve_profile(section, base)
     data, out = Path(section.pop("data")), Path(section.pop("out"))
-    model = str(section.pop("init", None) or load_params().get("model", {}).get("base", "models/base"))
+    model = str(section.pop("init", None) or policy_model())
     if section.get("seed") is None:  # grpo.seed: null -> base.seed
         section["seed"] = int(base.get("seed", 0))
     section.setdefault("trace_thoughts", trace_thoughts(base))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codethinker.data.io import write_json
-from codethinker.params import load_params, load_section
+from codethinker.params import load_section, policy_model
 from codethinker.tracking import stage_run
 from codethinker.training.common import LoRAParams, from_dict, resolve_profile
 from codethinker.training.sft import SFTParams, run_sft
@@ -27,7 +27,7 @@ def main() -> None:
     base = section.pop("base")
     section = resolve_profile(section, base)
     data, out = Path(section.pop("data")), Path(section.pop("out"))
-    model = str(section.pop("model", None) or load_params().get("model", {}).get("base", "models/base"))
+    model = str(section.pop("model", None) or policy_model())
     section.setdefault("seed", int(base.get("seed", 0)))
     p = from_dict(SFTParams, section, nested={"lora": LoRAParams})
     with stage_run("sft", {"model": model, **section}) as run:

@@ -2,11 +2,13 @@
 
     python -m stages.train_eval   # or: dvc repro train_eval
 
-Reads ``params.yaml`` ``train_eval`` and ``model.base``; input
-``data/contra_sft/grpo_eval.parquet`` (functions held out of SFT and GRPO training). Writes the DVC
-metrics ``metrics/train_eval.json`` (per phase and source: format-valid rate, mean CRM reward, RCS,
-answer accuracy, truncated share, mean response tokens, each with its 95% bootstrap interval; the
-paired interval of GRPO - SFT) and logs them to MLflow as the ``train_eval`` child run.
+Reads ``params.yaml`` ``train_eval``, ``model.base`` and the reward GRPO trained with
+(``grpo.reward``, ``grpo.whitebox``): the held-out prompts are put in that reward's format and scored
+with it. Input ``data/contra_sft/grpo_eval.parquet`` (functions held out of SFT and GRPO training).
+Writes the DVC metrics ``metrics/train_eval.json`` (``reward_kind``, ``prompt_format``; per phase and
+source: format-valid rate, mean reward, RCS, answer accuracy, truncated share, mean response tokens,
+each with its 95% bootstrap interval; the paired interval of GRPO - SFT) and logs them to MLflow as the
+``train_eval`` child run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.params import load_params, load_section, trace_thoughts
+from codethinker.params import load_section, policy_model, trace_thoughts
 from codethinker.tracking import stage_run
 from codethinker.training.common import from_dict, resolve_profile
 from codethinker.training.grpo import load_grpo_rows
@@ -32,10 +34,12 @@ def main() -> None:
     section = resolve_profile(section, base)
     data = Path(section.pop("data"))
     models = dict(section.pop("models"))
-    models.setdefault("before_sft", load_params().get("model", {}).get("base", "models/base"))
-    models["before_sft"] = models["before_sft"] or load_params().get("model", {}).get("base", "models/base")
+    models["before_sft"] = models.get("before_sft") or policy_model()
     section.setdefault("seed", int(base.get("seed", 0)))
     section.setdefault("trace_thoughts", trace_thoughts(base))
+    grpo = load_section("grpo")  # the reward the policy was trained with
+    section.setdefault("reward", grpo.get("reward") or "crm")
+    section.setdefault("whitebox", grpo.get("whitebox") or {})
     p = from_dict(EvalParams, section)
     rows, _ = load_grpo_rows(data)
     with stage_run("train_eval", {"models": models, **section}) as run:
@@ -51,7 +55,8 @@ def main() -> None:
 def summary(result: dict) -> str:
     """The console table: per source, each phase's means [95% CI] and the paired GRPO - SFT reward."""
     limits = ", ".join(f"{k} {v}" for k, v in result["max_tokens"].items())
-    lines = [f"train_eval: response limits (tokens) {limits}; mean [95% CI] over held-out prompts"]
+    scored = f"reward {result.get('reward_kind', 'crm')}, {result.get('prompt_format', 'contra')} prompts"
+    lines = [f"train_eval: {scored}; response limits (tokens) {limits}; mean [95% CI] over held-out prompts"]
     phases = {k: m for k, m in result.items() if k not in ("max_tokens", "grpo_vs_sft") and isinstance(m, dict)}
     for source in dict.fromkeys(k for m in phases.values() for k in m if k in SOURCES):
         lines.append(f"-- {source}\n{'phase':12} " + "  ".join(f"{c:>22}" for c in METRIC_NAMES))

@@ -461,3 +461,123 @@ def test_alpha_bound_is_the_reward_s():
 
     assert f"0 to {MAX_ALPHA:g}" in CRMConfig.__dataclass_fields__["alpha"].metadata["help"]
     CRMConfig(alpha=MAX_ALPHA)
+
+
+# --------------------------------------------------------------------------- preflight (issue 11)
+@pytest.fixture
+def models_server():
+    """A real OpenAI-compatible ``GET /v1/models`` on 127.0.0.1 serving ``Qwen/Qwen3-32B``."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"object": "list", "data": [{"id": "Qwen/Qwen3-32B"}]}).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+    srv.server_close()
+    thread.join()
+
+
+def closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+def preflight_params(tmp_path: Path, base_url: str, backend: object = "llm") -> Path:
+    """A params file whose only need is the LLM endpoint of gen_inputs (``backend`` may differ by profile)."""
+    import yaml
+
+    p = tmp_path / "params.yaml"
+    data = {
+        "base": {"profile": "default"},
+        "gen_inputs": {"backend": backend, "llm": {"base_url": base_url, "model": "Qwen/Qwen3-32B"}},
+        "sft": {"max_steps": {"default": 1000, "full": -1}},
+        "grpo": {"backend": "local"},
+    }
+    p.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return p
+
+
+def test_preflight_all_ready_exits_0_with_one_line_per_check(capsys, tmp_path, models_server):
+    params = preflight_params(tmp_path, models_server)
+    rc, out, err = run(capsys, "preflight", "--params", params)
+    assert rc == 0 and err == "", err
+    lines = out.splitlines()
+    assert lines[0] == f"preflight: profile default ({params})"
+    assert f"✓ LLM endpoint {models_server}: serves Qwen/Qwen3-32B (gen_inputs.llm)" in lines
+    assert "- GPUs: not needed: grpo.backend is local and the policy (none) is not a hub model" in lines
+    assert lines[-1].endswith("; ready") and "0 failed" in lines[-1]
+
+
+def test_preflight_with_a_failed_check_exits_1_and_says_what_to_do(capsys, tmp_path):
+    url = closed_port_url()
+    rc, out, err = run(capsys, "preflight", "--params", preflight_params(tmp_path, url))
+    assert rc == 1 and err == "", err
+    assert f"✗ LLM endpoint {url}: unreachable" in out and "    to do: start an OpenAI-compatible server" in out
+    assert out.rstrip().endswith("NOT ready: fix the ✗ line(s) above")
+
+
+def test_preflight_profile_flag_resolves_for_that_profile_and_writes_nothing(capsys, tmp_path):
+    params = preflight_params(tmp_path, closed_port_url(), backend={"default": "mutate", "full": "llm"})
+    before = params.read_bytes()
+    rc, out, _ = run(capsys, "preflight", "--params", params)
+    assert rc == 0 and "- LLM endpoint: not needed: gen_inputs.backend is mutate" in out
+    for profile in ("full", "paper"):  # paper takes full's value: it names none of its own
+        rc, out, _ = run(capsys, "preflight", "--params", params, "--profile", profile)
+        assert rc == 1 and f"preflight: profile {profile} " in out and "✗ LLM endpoint" in out
+    assert params.read_bytes() == before
+
+
+def test_preflight_show_params_prints_the_resolved_values(capsys, tmp_path):
+    params = preflight_params(tmp_path, "http://127.0.0.1:9/v1", backend={"default": "mutate", "full": "llm"})
+    rc, out, err = run(capsys, "preflight", "--params", params, "--profile", "paper", "--show-params")
+    assert rc == 0 and err == ""
+    values = {k.strip(): v for k, v in (line.split(" = ", 1) for line in out.splitlines())}
+    assert values["base.profile"] == '"paper"' and values["sft.max_steps"] == "-1"
+    assert values["gen_inputs.backend"] == '"llm"' and values["gen_inputs.llm.base_url"] == '"http://127.0.0.1:9/v1"'
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--profile", "huge"], "invalid choice: 'huge'"),
+        (["--params", "{tmp}/missing.yaml"], "params file not found"),
+        (["--params", "{tmp}/bad.yaml"], "sft.steps: parameter"),
+        (["--params", "{tmp}/bad.yaml", "--show-params"], "no value for profile 'default'"),
+    ],
+)
+def test_preflight_usage_errors_exit_2(capsys, tmp_path, argv, needle):
+    (tmp_path / "bad.yaml").write_text("base: {profile: default}\nsft: {steps: {full: 1}}\n", encoding="utf-8")
+    rc, out, err = run(capsys, "preflight", *[a.format(tmp=tmp_path) for a in argv])
+    assert rc == 2 and out == ""
+    one_line_error(err)
+    assert needle in err
+
+
+def test_preflight_as_a_real_process_without_unicode_output(tmp_path):
+    url = closed_port_url()
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONWARNINGS": "error::DeprecationWarning"}
+    res = subprocess.run(
+        [*cli_command(), "preflight", "--params", str(preflight_params(tmp_path, url))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert res.returncode == 1, res.stderr
+    assert f"FAIL LLM endpoint {url}: unreachable" in res.stdout and "SKIP GPUs: not needed" in res.stdout

@@ -12,8 +12,17 @@ and prints mean ± sample standard deviation over seeds. A variant's difference 
 is marked when it exceeds the seed noise: ``|Δ| > 2 * sqrt(sd_v² / n_v + sd_full² / n_full)`` (two
 standard errors of the difference of means; with 3 seeds a rough screen, not a test).
 
+Below the ablations, the baselines trained by the reward switch (:data:`BASELINES`, ``grpo.reward``:
+``reward-orm`` = CodeReasoner, ``reward-whitebox`` = ExecVerify; ``commands(variants=BASELINES)``), as
+distinct rows: their held-out metrics are scored with their own reward and prompt format
+(``train_eval``'s ``reward_kind``), so their reward column is on that reward's scale (0-2, not CRM's
+0-4) and gets no Δ; accuracy, RCS and format-valid rate compare directly. The ``orm`` *variant* stays
+what it was: the CRM ablation without the process reward (``grpo.crm.prm=false``).
+
 >>> commands(seeds=(1,))[1]
 'dvc exp run train_eval -n t2-nodbs-s1 -S grpo.seed=1 -S grpo.rollout.n_dbs=0 -S grpo.rollout.n_regular=8'
+>>> commands(seeds=(1,), variants=BASELINES)[0]
+'dvc exp run train_eval -n t2-reward-orm-s1 -S grpo.seed=1 -S grpo.reward=orm'
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from typing import Any
 
 from codethinker.evaluation.report import exp_revs
 
-__all__ = ["METRICS", "SEEDS", "VARIANTS", "Variant", "collect", "commands", "table", "variant_of"]
+__all__ = ["BASELINES", "METRICS", "SEEDS", "VARIANTS", "Variant", "collect", "commands", "table", "variant_of"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,12 @@ VARIANTS = (
     Variant("orm", "outcome reward only (R_res)", (("crm.prm", False),)),
     Variant("noccw", "w/o CCW (equal block weights)", (("crm.ccw", False),)),
 )
+# The other rewards of the switch (grpo.reward), each with its own prompt format and all 8 samples regular.
+BASELINES = (
+    Variant("reward-orm", "CodeReasoner: reward=orm (vanilla prompt, outcome reward)", (("reward", "orm"),)),
+    Variant("reward-whitebox", "ExecVerify: reward=whitebox (white-box questions)", (("reward", "whitebox"),)),
+)
+GROUP = 8  # samples per prompt in every row (the baselines draw them all regularly)
 SEEDS = (0, 1, 2)
 METRICS = (("reward", "reward"), ("answer_acc", "accuracy"), ("rcs", "RCS"), ("fmt_rate", "format-valid"))
 DEFAULTS = {"rollout.n_dbs": 4, "rollout.n_regular": 4, "crm.gate": True, "crm.prefix": True, "crm.prm": True,
@@ -55,10 +70,14 @@ def _dash(v: Any) -> str:
     return str(v).lower()
 
 
-def commands(seeds: Iterable[int] = SEEDS, target: str = "train_eval") -> list[str]:
-    """One ``dvc exp run`` per (variant, seed), variants in table order."""
+def commands(
+    seeds: Iterable[int] = SEEDS, target: str = "train_eval", variants: Iterable[Variant] = VARIANTS
+) -> list[str]:
+    """One ``dvc exp run`` per (variant, seed), variants in table order (``variants=BASELINES``: the
+    baseline rewards)."""
     out = []
-    for v in VARIANTS:
+    seeds = tuple(seeds)
+    for v in variants:
         for s in seeds:
             sets = [f"-S grpo.seed={s}"] + [f"-S grpo.{k}={_dash(x)}" for k, x in v.switches]
             out.append(f"dvc exp run {target} -n t2-{v.key}-s{s} " + " ".join(sets))
@@ -78,8 +97,15 @@ def variant_of(params: Mapping[str, Any]) -> str | None:
 
     >>> variant_of({"grpo": {"crm": {"gate": False}, "rollout": {"n_dbs": 4, "n_regular": 4}}})
     'nogate'
+    >>> variant_of({"grpo": {"reward": "orm", "rollout": {"n_dbs": 4, "n_regular": 4}}})
+    'reward-orm'
     """
     grpo = params.get("grpo") or {}
+    reward = _get(grpo, "reward") or "crm"
+    if reward != "crm":  # a baseline: the CRM switches do not apply; DBS samples are drawn regularly
+        sizes = {k: _get(grpo, k) for k in ("rollout.n_dbs", "rollout.n_regular")}
+        group = sum(DEFAULTS[k] if n is None else int(n) for k, n in sizes.items())
+        return next((v.key for v in BASELINES if dict(v.switches)["reward"] == reward and group == GROUP), None)
     got = {k: _get(grpo, k) for k in DEFAULTS}
     got = {k: (DEFAULTS[k] if v is None else v) for k, v in got.items()}
     for v in VARIANTS:
@@ -102,6 +128,8 @@ def collect(exp_show: list[dict[str, Any]] | str, source: str = "synth") -> dict
         variant = variant_of(params)
         if variant is None or not grpo_m:
             continue
+        if metrics.get("reward_kind", "crm") != (_get(params, "grpo.reward") or "crm"):
+            continue  # scored with another reward than the params say (metrics of an older run)
         seed = _get(params, "grpo.seed")
         seed = int(_get(params, "base.seed") or 0) if seed is None else int(seed)
         sft_m = (metrics.get("after_sft") or {}).get(source)
@@ -128,7 +156,7 @@ def table(collected: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> str:
         first = next(iter(sft_runs.values()))["after_sft"]
         cells = [f"{float(first[k]):.3f}" for k, _ in METRICS]
         lines.append("| w/o RL (the SFT checkpoint every row starts from) | – | " + " | ".join(cells) + " |")
-    for v in VARIANTS:
+    for v in (*VARIANTS, *BASELINES):
         runs = collected.get(v.key, {})
         if not runs:
             lines.append(f"| {v.label} | 0 | " + " | ".join("not run" for _ in METRICS) + " |")
@@ -138,7 +166,8 @@ def table(collected: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> str:
             m, sd, n = _stats(values(runs, k))
             cell = f"{m:.3f} ± {sd:.3f}"
             base = values(full, k)
-            if v.key != "full" and len(base) > 1 and n > 1:
+            own_scale = v in BASELINES and k == "reward"  # its own reward, not CRM's: no Δ
+            if v.key != "full" and not own_scale and len(base) > 1 and n > 1:
                 fm, fsd, fn = _stats(base)
                 diff, noise = m - fm, 2 * math.sqrt(sd**2 / n + fsd**2 / fn)
                 cell += f" ({diff:+.3f}{'*' if abs(diff) > noise else ''})"

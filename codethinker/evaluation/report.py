@@ -375,10 +375,13 @@ def render_report(
         "",
         "Mean ± sample std over seeds of the after-GRPO held-out metrics; (Δ) vs the full method, `*` where "
         "|Δ| exceeds two standard errors of the difference (seed noise). Every row starts from the same SFT "
-        "checkpoint with the same sampling budget (8 completions per prompt). Commands (one experiment each):",
+        "checkpoint with the same sampling budget (8 completions per prompt). The baseline rows (reward=orm, "
+        "reward=whitebox) are scored with their own reward and prompt format: their reward is on a 0-2 scale and "
+        "has no Δ. Commands (one experiment each):",
         "",
         "```",
         *micro_table.commands(),
+        *micro_table.commands(variants=micro_table.BASELINES),
         "```",
         "",
         "## Thinking depth and RCS (base → SFT → GRPO)",

@@ -2,18 +2,22 @@
 ``custom_reward_function.name`` = ``compute_score``.
 
 verl loads this file by path (``importlib``), on every reward worker of the cluster, so it makes
-the project importable from its own location before importing the CRM reward; the signature is
+the project importable from its own location before importing the rewards; the signature is
 verl's ``compute_score(data_source, solution_str, ground_truth, extra_info)``.
 
-Ablation switches: ``crm`` (a dict of :class:`codethinker.rewards.crm.CRMConfig` fields), which verl
-binds to every call from the run's config, ``reward.custom_reward_function.reward_kwargs.crm``
-(verl 0.9.1's ``get_custom_reward_fn`` passes ``reward_kwargs`` as keyword arguments; the launcher
-writes them, :func:`codethinker.training.grpo_verl.crm_reward_kwargs`). The config travels with the
-job to every Ray worker, unlike an environment variable of the launching shell. Without it, a
-per-sample ``extra_info["crm"]`` is used, else the full CRM.
+The run's reward travels as keyword arguments, which verl binds to every call from the run's config,
+``reward.custom_reward_function.reward_kwargs`` (verl 0.9.1's ``get_custom_reward_fn`` passes
+``reward_kwargs`` as keyword arguments; the launcher writes them,
+:func:`codethinker.training.grpo_verl.reward_kwargs`): ``reward`` (``crm`` | ``orm`` | ``whitebox``,
+:mod:`codethinker.rewards.switch`), ``crm`` (a dict of :class:`codethinker.rewards.crm.CRMConfig`
+fields, the ablation switches) and ``whitebox`` (``a``, ``k``). The config travels with the job to
+every Ray worker, unlike an environment variable of the launching shell. Without them, a per-sample
+``extra_info["reward"]`` / ``["crm"]`` / ``["whitebox"]`` is used, else the full CRM.
 
->>> compute_score("leetcode_reasoning", "junk", truth_json, crm={"orm": False})["score"]  # doctest: +SKIP
+>>> compute_score("leetcode_reasoning", "junk", truth_json, reward="crm", crm={"orm": False})["score"]  # doctest: +SKIP
 0.0
+>>> compute_score("leetcode_reasoning", vanilla_answer, truth_json, reward="orm")["score"]  # doctest: +SKIP
+2.0
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from codethinker.rewards import crm as _crm  # noqa: E402
+from codethinker.rewards import switch as _switch  # noqa: E402
 
 __all__ = ["compute_score"]
 
@@ -38,14 +42,13 @@ def compute_score(
     ground_truth: str,
     extra_info: dict | None = None,
     crm: Mapping[str, Any] | None = None,
+    reward: str | None = None,
+    whitebox: Mapping[str, Any] | None = None,
     **_: Any,
 ) -> dict[str, Any]:
-    """CRM score and its parts (``score``, ``r_proc``, ``r_res``, ``fmt``, ``rcs``, ...).
+    """The run's reward and its parts (``score``, ``r_proc``, ``r_res``, ``fmt``, ``rcs``, ...).
 
-    ``crm``: the run's switches (from verl's ``reward_kwargs``); they take precedence over
-    ``extra_info["crm"]``.
+    ``reward``, ``crm``, ``whitebox``: the run's reward kind and settings (from verl's
+    ``reward_kwargs``); they take precedence over the same keys of ``extra_info``.
     """
-    info = dict(extra_info or {})
-    if crm is not None:
-        info["crm"] = dict(crm)
-    return _crm.compute_score(data_source, solution_str, ground_truth, info)
+    return _switch.compute_score(data_source, solution_str, ground_truth, extra_info, reward, crm, whitebox)

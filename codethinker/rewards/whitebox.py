@@ -22,17 +22,20 @@ Rollout format: vanilla tracing plus a ``[WHITEBOX]`` group of ``Qi: <answer>`` 
     [/ANSWER]
 
 ``a`` must be a finite number in [0, 1] and ``k`` an int in [1, MAX_QUESTIONS] (answers are
-numbered ``Q1`` to ``Q999``); anything else is a ``ValueError``.
+numbered ``Q1`` to ``Q999``); anything else is a ``ValueError``. :class:`WhiteboxConfig` holds both
+(``grpo.whitebox``); :func:`whitebox_prompt` is the prompt a policy trained with this reward sees (the
+code numbered by LINENO, which the questions refer to, the questions, and the answer format).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from codethinker.contra.render import code_listing
 from codethinker.contra.tracer import Flow
 from codethinker.contra.values import parse_literal, strict_equal
 from codethinker.rewards.orm import MAX_CHARS, parse_vanilla
@@ -40,8 +43,10 @@ from codethinker.rewards.orm import MAX_CHARS, parse_vanilla
 __all__ = [
     "MAX_QUESTIONS",
     "Question",
+    "WhiteboxConfig",
     "check_params",
     "compute_score",
+    "whitebox_prompt",
     "whitebox_questions",
     "whitebox_reward",
     "whitebox_score",
@@ -57,6 +62,23 @@ def check_params(a: float, k: int) -> None:
         raise ValueError(f"whitebox a must be a finite number in [0, 1], got {a!r}")
     if type(k) is not int or not 1 <= k <= MAX_QUESTIONS:
         raise ValueError(f"whitebox k must be an int in [1, {MAX_QUESTIONS}], got {k!r}")
+
+
+@dataclass(frozen=True)
+class WhiteboxConfig:
+    a: float = field(default=0.5, metadata={"help": "weight of the white-box accuracy in the reward (ExecVerify: 0.5)"})
+    k: int = field(default=6, metadata={"help": f"white-box questions per prompt (1 to {MAX_QUESTIONS})"})
+
+    def __post_init__(self) -> None:
+        check_params(self.a, self.k)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> WhiteboxConfig:
+        d = dict(d or {})
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown whitebox settings: {sorted(unknown)}")
+        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -82,6 +104,32 @@ def whitebox_questions(flow: Flow, k: int = 6) -> list[Question]:
                 out.append(Question(len(out) + 1, f"What is the {kind} of `{name}` after LINENO {b.end}?", kind, ans))
         prev = b.locals
     return out
+
+
+PROMPT = """You are given a Python function, an input, and questions about the execution of the \
+function on that input. Think step by step inside [THOUGHT] and [/THOUGHT]. Then answer every \
+question inside [WHITEBOX] and [/WHITEBOX], one line each, written `Q<number>: <answer>`: a value as \
+a Python literal, a type as its name (for example int). Finally give the full assertion, completed \
+with a literal holding the output, inside [ANSWER] and [/ANSWER]. Each tag stands alone on its line.
+
+[CODE]
+{listing}
+[/CODE]
+
+Questions:
+{questions}
+
+assert {entry}({input}) == ??
+"""
+
+
+def whitebox_prompt(flow: Flow, k: int = 6) -> list[dict[str, str]]:
+    """The chat prompt of the white-box format: the numbered code, the questions of
+    :func:`whitebox_questions` (``k`` at most) and the assertion to complete."""
+    qs = whitebox_questions(flow, k)
+    questions = "\n".join(f"Q{q.qid}: {q.text}" for q in qs) or "(none)"
+    text = PROMPT.format(listing=code_listing(flow.lines), questions=questions, entry=flow.entry, input=flow.input)
+    return [{"role": "user", "content": text}]
 
 
 def _answers(text: str) -> tuple[str, dict[int, str]]:
@@ -136,15 +184,18 @@ def whitebox_score(solution_str: str, flow: Flow, a: float = 0.5, k: int = 6) ->
     }
 
 
-def whitebox_reward(completions: Sequence[str], truths: Sequence[Flow | str], **_: Any) -> list[float]:
+def whitebox_reward(
+    completions: Sequence[str], truths: Sequence[Flow | str], a: float = 0.5, k: int = 6, **_: Any
+) -> list[float]:
     """Batched pure reward: one float per completion."""
     flows = [t if isinstance(t, Flow) else Flow.from_json(t) for t in truths]
-    return [whitebox_score(c, f)["reward"] for c, f in zip(completions, flows, strict=True)]
+    return [whitebox_score(c, f, a, k)["reward"] for c, f in zip(completions, flows, strict=True)]
 
 
 def compute_score(
     data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
 ) -> dict[str, Any]:
-    """verl's reward entry point."""
-    out = whitebox_score(solution_str, Flow.from_json(ground_truth))
+    """verl's reward entry point (``extra_info["whitebox"]`` may carry ``a`` and ``k``)."""
+    cfg = WhiteboxConfig.from_dict((extra_info or {}).get("whitebox"))
+    out = whitebox_score(solution_str, Flow.from_json(ground_truth), cfg.a, cfg.k)
     return {"score": out["reward"], "fmt": out["fmt"], "answer_ok": out["answer_ok"], "wb_acc": out["wb_acc"]}

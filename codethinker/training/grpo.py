@@ -7,11 +7,19 @@ Backends (``grpo.backend`` in params.yaml):
 
 Data: the GRPO parquet in verl's schema (``prompt`` chat messages, ``reward_model.ground_truth``
 = the truth JSON, ``extra_info.id``); both backends read the same file.
+
+The reward (``grpo.reward``, :mod:`codethinker.rewards.switch`): ``crm`` (CodeThinker, the row's
+ConTra prompt), ``orm`` (CodeReasoner, the vanilla prompt) or ``whitebox`` (ExecVerify, the white-box
+prompt). The prompt of a baseline is rendered from the row's truth when the rows are loaded
+(:func:`with_reward_prompts`), so ``contra_sft``'s data serves every reward. DBS branches on ConTra
+blocks, which the baselines' formats lack: for them :func:`resolve_reward` draws the ``n_dbs``
+samples as regular ones (the same group size; a logged notice) and ends responses at ``[/ANSWER]``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +27,17 @@ from typing import Any
 from codethinker.training.common import LoRAParams, from_dict
 from codethinker.training.rollout import RolloutParams
 
-__all__ = ["GRPOParams", "VerlParams", "grpo_params", "load_grpo_rows", "resolve_budget"]
+__all__ = [
+    "GRPOParams",
+    "VerlParams",
+    "grpo_params",
+    "load_grpo_rows",
+    "resolve_budget",
+    "resolve_reward",
+    "with_reward_prompts",
+]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -83,8 +101,19 @@ class GRPOParams:
     )
     rollout: RolloutParams = field(default_factory=RolloutParams, metadata={"help": "group and sampling"})
     lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
+    reward: str = field(
+        default="crm",
+        metadata={
+            "help": "crm (CodeThinker: ConTra prompt, CRM) | orm (CodeReasoner: vanilla prompt, outcome reward) "
+            "| whitebox (ExecVerify: white-box questions); the baselines sample without DBS"
+        },
+    )
     crm: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "CRM switches: prm, prefix, gate, orm, ccw, alpha"}
+        default_factory=dict, metadata={"help": "CRM switches: prm, prefix, gate, orm, ccw, alpha (reward crm)"}
+    )
+    whitebox: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "white-box reward: a (weight of wb_acc), k (questions; reward whitebox)"},
     )
     verl: VerlParams = field(default_factory=VerlParams, metadata={"help": "verl backend settings"})
 
@@ -92,6 +121,13 @@ class GRPOParams:
         from codethinker.engines.kv_cache import parse_kv_setting
 
         parse_kv_setting(self.vllm_kv_cache_gib, "grpo.vllm_kv_cache_gib")
+        self.reward_spec()  # a misspelled reward, whitebox setting or CRM switch stops here
+
+    def reward_spec(self) -> Any:
+        """The run's :class:`codethinker.rewards.switch.RewardSpec` (kind, CRM switches, white-box a/k)."""
+        from codethinker.rewards.switch import reward_spec
+
+        return reward_spec(self.reward, self.crm, self.whitebox)
 
     @property
     def rollout_seqs(self) -> int:
@@ -122,11 +158,46 @@ def _plain(x: Any) -> Any:
     return x
 
 
+def with_reward_prompts(rows: list[dict[str, Any]], spec: Any) -> list[dict[str, Any]]:
+    """``rows`` with the prompt of the reward ``spec`` (a :class:`~codethinker.rewards.switch.RewardSpec`):
+    ``crm`` keeps each row's ConTra prompt; ``orm`` and ``whitebox`` render theirs from the row's truth."""
+    if spec.kind == "crm":
+        return rows
+    from codethinker.contra.tracer import Flow
+
+    return [{**r, "prompt": spec.prompt(Flow.from_json(r["truth"]))} for r in rows]
+
+
+def resolve_reward(p: GRPOParams) -> GRPOParams:
+    """The rollout the reward can use. DBS branches at ConTra block ends; ``orm`` and ``whitebox``
+    responses have none, so their ``n_dbs`` samples become regular ones (``n_regular + n_dbs`` regular,
+    the same group size and budget; logged once) and responses end at the format's stop string
+    (``[/ANSWER]``) unless ``rollout.final_stop`` was set to something else. ``crm``: unchanged."""
+    spec = p.reward_spec()
+    r = p.rollout
+    changes: dict[str, Any] = {}
+    if not spec.blocks and r.n_dbs:
+        log.warning(
+            "grpo.reward=%s: DBS needs ConTra blocks, which the %s format lacks; drawing its %d DBS samples as "
+            "regular ones (%d regular + 0 DBS per prompt)",
+            spec.kind,
+            spec.format,
+            r.n_dbs,
+            r.group,
+        )
+        changes.update(n_regular=r.group, n_dbs=0)
+    if list(r.final_stop) == list(RolloutParams().final_stop) and list(r.final_stop) != spec.stop:
+        changes["final_stop"] = spec.stop
+    return dataclasses.replace(p, rollout=dataclasses.replace(r, **changes)) if changes else p
+
+
 def load_grpo_rows(
-    path: str | Path, model: str | Path | None = None, p: GRPOParams | None = None
+    path: str | Path, model: str | Path | None = None, p: GRPOParams | None = None, reward: Any = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """Rows ``{"id", "source", "prompt", "truth"}`` from the GRPO parquet (only ``p.sources``);
-    prompts longer than ``p.max_prompt_tokens`` are dropped (their count is returned too)."""
+    """Rows ``{"id", "source", "prompt", "truth"}`` from the GRPO parquet (only ``p.sources``), each
+    prompt in the format of the reward (``reward``: a :class:`~codethinker.rewards.switch.RewardSpec`,
+    else ``p``'s, else the row's ConTra prompt); prompts longer than ``p.max_prompt_tokens`` are dropped
+    (their count is returned too)."""
     import pandas as pd
 
     df = pd.read_parquet(path)
@@ -142,11 +213,14 @@ def load_grpo_rows(
                 "truth": rec["reward_model"]["ground_truth"],
             }
         )
+    spec = reward if reward is not None else p.reward_spec() if p is not None else None
     p = p or GRPOParams()
     if p.sources:
         rows = [r for r in rows if r["source"] in p.sources]
     if p.max_prompts:
         rows = rows[: p.max_prompts]
+    if spec is not None:
+        rows = with_reward_prompts(rows, spec)
     if model is None:
         return rows, 0
     from transformers import AutoTokenizer

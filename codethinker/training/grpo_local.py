@@ -1,7 +1,9 @@
 """GRPO on one machine: TRL's GRPOTrainer + LoRA + :class:`~codethinker.training.rollout.Rollout`.
 
 The group of each prompt is ``n_regular`` regular + ``n_dbs`` DBS samples from the current
-policy (vLLM where it runs, transformers' generate otherwise), scored by the CRM reward and
+policy (vLLM where it runs, transformers' generate otherwise), scored by the run's reward
+(``grpo.reward``: CRM, or a baseline's ORM / white-box reward, :class:`RewardFunc`; the baselines'
+prompts and all-regular groups come from :func:`~codethinker.training.grpo.resolve_reward`) and
 normalized together (``scale_rewards="group"``). No KL loss (``beta=0``), no KL in the reward,
 no entropy bonus (TRL has none; verl's ``entropy_coeff`` is set to 0), alpha = 1 (CRMConfig).
 Token-level loss aggregation (TRL's ``dapo``), like verl's ``token-mean``.
@@ -29,10 +31,16 @@ from codethinker.training.common import (
     model_dtype,
     precision,
 )
-from codethinker.training.grpo import GRPOParams, load_grpo_rows, resolve_budget
+from codethinker.training.grpo import (
+    GRPOParams,
+    load_grpo_rows,
+    resolve_budget,
+    resolve_reward,
+    with_reward_prompts,
+)
 from codethinker.training.rollout import Rollout, make_engine, prompt_key
 
-__all__ = ["CRMRewardFunc", "make_grpo_trainer", "run_grpo_local"]
+__all__ = ["CRMRewardFunc", "RewardFunc", "make_grpo_trainer", "run_grpo_local"]
 
 TIMING = ("step_s", "rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s", "update_s")
 PLOT_COLUMNS = [
@@ -67,17 +75,25 @@ def _mean_std_max(xs: list[float]) -> tuple[float, float, float]:
     return m, sd, max(xs)
 
 
-class CRMRewardFunc:
-    """TRL reward function: CRM score of each completion against the row's ``truth`` JSON."""
+class RewardFunc:
+    """TRL reward function: the run's reward (``reward``: crm | orm | whitebox, with its ``crm`` switches
+    or ``whitebox`` settings) of each completion against the row's ``truth`` JSON; TRL logs it under
+    the kind's name."""
 
-    __name__ = "crm"
+    def __init__(
+        self, crm: dict[str, Any] | None = None, *, reward: str = "crm", whitebox: dict[str, Any] | None = None
+    ):
+        from codethinker.rewards.switch import reward_spec
 
-    def __init__(self, crm: dict[str, Any] | None = None):
-        from codethinker.rewards.crm import CRMConfig
-
-        self.config = CRMConfig.from_dict(crm)
+        self.spec = reward_spec(reward, crm, whitebox)
+        self.config = self.spec.crm
+        self.__name__ = self.spec.kind
         self._scores: list[tuple[str, dict[str, Any], int]] = []
         self._seconds = 0.0
+
+    @classmethod
+    def from_params(cls, p: GRPOParams) -> RewardFunc:
+        return cls(p.crm, reward=p.reward, whitebox=p.whitebox)
 
     def __call__(
         self,
@@ -89,13 +105,12 @@ class CRMRewardFunc:
         **_: Any,
     ) -> list[float]:
         from codethinker.contra.tracer import Flow
-        from codethinker.rewards.crm import crm_score
 
         t0 = time.perf_counter()
         out = []
         for i, (c, t) in enumerate(zip(completions, truth, strict=True)):
             text = c[-1]["content"] if isinstance(c, list) else str(c)
-            s = crm_score(text, Flow.from_json(t), self.config)
+            s = self.spec.score(text, Flow.from_json(t))
             kind = rollout_kind[i] if rollout_kind else "regular"
             n = len(completion_ids[i]) if completion_ids is not None else 0
             self._scores.append((kind, s, n))
@@ -129,6 +144,9 @@ class CRMRewardFunc:
         return out
 
 
+CRMRewardFunc = RewardFunc  # the name before the reward became a switch (crm is the default kind)
+
+
 def make_grpo_trainer(
     model: str | Path,
     rows: list[dict[str, Any]],
@@ -138,12 +156,15 @@ def make_grpo_trainer(
     callbacks: list | None = None,
     engine: tuple[str, Any] | None = None,
 ) -> tuple[Any, Rollout]:
-    """GRPOTrainer with LoRA and the rollout hook (``engine``: a prebuilt ``(kind, engine)``)."""
+    """GRPOTrainer with LoRA and the rollout hook (``engine``: a prebuilt ``(kind, engine)``); the
+    rows' prompts, the rollout and the default reward follow ``p.reward``."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL 1.16
+    p = resolve_reward(p)
+    rows = with_reward_prompts(rows, p.reward_spec())
     r = p.rollout
     g = r.group
     seqs = p.prompts_per_step * g
@@ -196,7 +217,7 @@ def make_grpo_trainer(
     ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])
     trainer = GRPOTrainer(
         model=policy,
-        reward_funcs=reward_funcs or [CRMRewardFunc(p.crm)],
+        reward_funcs=reward_funcs or [RewardFunc.from_params(p)],
         args=args,
         train_dataset=ds,
         processing_class=tok,
@@ -225,6 +246,7 @@ def run_grpo_local(
     """Train; save ``out/adapter`` and ``out/merged``; return the stage's metrics."""
     t0 = time.time()
     out = Path(out)
+    p = resolve_reward(p)
     rows, dropped = load_grpo_rows(data, model, p)
     if not rows:
         raise ValueError(f"{data}: no GRPO prompts left (sources={p.sources}, max_prompts={p.max_prompts})")
@@ -238,7 +260,7 @@ def run_grpo_local(
         "model_files": hash_files(model),
     }
     ck = checkpoint_dir(out, fingerprint)
-    reward = CRMRewardFunc(p.crm)
+    reward = RewardFunc.from_params(p)
     live: dict[str, Any] = {}  # the rollout (made with the trainer) and the end of the last step
 
     def extra() -> dict[str, float]:
@@ -273,6 +295,10 @@ def run_grpo_local(
     rewards = [h.get("reward_mean", 0.0) for h in hist]
     return {
         "backend": "local",
+        "reward": p.reward,
+        "prompt_format": p.reward_spec().format,
+        "n_regular": p.rollout.n_regular,
+        "n_dbs": p.rollout.n_dbs,
         "rollout_engine": rollout.kind,
         "prompts": len(rows),
         "max_completion_tokens": p.rollout.max_completion_tokens,

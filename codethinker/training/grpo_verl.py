@@ -13,10 +13,16 @@ agent-loop file), runs ``python -m verl.trainer.main_ppo`` with them (``$VERL_PY
   (:class:`codethinker.training.verl_dbs.DBSAgentLoop`) makes the first ``n_regular`` samples of each
   group regular and the other ``n_dbs`` one DBS tree, through verl's own vLLM servers.
 - Reward: ``reward.custom_reward_function.path`` = ``codethinker/rewards/verl_reward.py``,
-  ``name`` = ``compute_score`` (CRM). The ablation switches (``grpo.crm``) travel in the config, as
-  ``reward.custom_reward_function.reward_kwargs.crm``: verl's loader (``get_custom_reward_fn``) binds
-  them to every call of ``compute_score`` on whichever node the reward runs (an environment variable
-  would not reach Ray workers started with ``ray start``).
+  ``name`` = ``compute_score``. The reward kind (``grpo.reward``: crm | orm | whitebox) and its settings
+  (``grpo.crm`` ablation switches, ``grpo.whitebox``) travel in the config, as
+  ``reward.custom_reward_function.reward_kwargs`` (``{reward: crm, crm: {...}}``, :func:`reward_kwargs`):
+  verl's loader (``get_custom_reward_fn``) binds them to every call of ``compute_score`` on whichever
+  node the reward runs (an environment variable would not reach Ray workers started with ``ray start``).
+- Data: for ``crm`` the GRPO parquet as it is (its ``prompt`` is the ConTra prompt); for a baseline
+  reward (``orm``, ``whitebox``) a copy with that reward's prompt rendered from each row's truth and
+  ``extra_info.reward`` set, ``<out>/verl/grpo_train.<reward>.parquet`` (:func:`write_reward_data`).
+  The baselines sample all ``n_regular + n_dbs`` responses regularly (no ConTra blocks for DBS;
+  :func:`codethinker.training.grpo.resolve_reward`).
 - Paths: every path handed to verl is absolute (model, data, agent-loop file, reward file,
   checkpoints), so every node of the cluster resolves it the same way; a model that is not a local
   path is passed on unchanged as a hub id.
@@ -38,10 +44,11 @@ import shlex
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from codethinker.training.grpo import GRPOParams, load_grpo_rows, resolve_budget
+from codethinker.training.grpo import GRPOParams, VerlParams, load_grpo_rows, resolve_budget, resolve_reward
 
 __all__ = [
     "AGENT_LOOP_NAME",
@@ -50,9 +57,11 @@ __all__ = [
     "export_verl_model",
     "model_ref",
     "prompt_token_ids",
+    "reward_kwargs",
     "run_grpo_verl",
     "verl_command",
     "verl_overrides",
+    "write_reward_data",
 ]
 
 AGENT_LOOP_NAME = "codethinker_dbs"
@@ -63,8 +72,9 @@ def prompt_token_ids(tokenizer: Any, messages: Sequence[Mapping[str, Any]], **te
     """The chat prompt's token ids (generation prompt added), as plain ints.
 
     ``apply_chat_template(tokenize=True)`` returns a list of ids in some transformers releases and a
-    ``BatchEncoding`` (``input_ids`` + ``attention_mask``) in others (5.9 and 5.19 both do); ``list()``
-    of the latter is its key names. Asking for the dict and taking ``input_ids`` works under both.
+    ``BatchEncoding`` (``input_ids`` + ``attention_mask``) in others (verl's 5.10 and 5.19 both do);
+    ``list()`` of the latter is its key names. Asking for the dict and taking ``input_ids`` works under
+    both; a tensor or array (``return_tensors``), a batch of one and numpy integers become a flat list.
     """
     out = tokenizer.apply_chat_template(
         list(messages), add_generation_prompt=True, tokenize=True, return_dict=True, **template_kwargs
@@ -72,10 +82,12 @@ def prompt_token_ids(tokenizer: Any, messages: Sequence[Mapping[str, Any]], **te
     ids = out["input_ids"] if isinstance(out, Mapping) or hasattr(out, "keys") else out
     if hasattr(ids, "tolist"):
         ids = ids.tolist()
-    if ids and isinstance(ids[0], list | tuple):  # a batch of one
+    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+        raise TypeError(f"chat template gave no token ids: {ids!r:.80}")
+    if len(ids) == 1 and isinstance(ids[0], Sequence) and not isinstance(ids[0], str):  # a batch of one
         [ids] = ids
-    if not all(isinstance(i, int) for i in ids):
-        raise TypeError(f"chat template gave no token ids: {ids[:4]!r}")
+    if not all(isinstance(i, Integral) and not isinstance(i, bool) for i in ids):
+        raise TypeError(f"chat template gave no token ids: {list(ids)[:4]!r}")
     return [int(i) for i in ids]
 
 
@@ -103,6 +115,10 @@ def _hydra_value(v: Any) -> str:
     raise TypeError(f"CRM switch values are booleans or numbers, got {v!r}")
 
 
+def _hydra_dict(d: Mapping[str, Any]) -> str:
+    return "{" + ",".join(f"{k}:{_hydra_value(d[k])}" for k in sorted(d)) + "}"
+
+
 def crm_reward_kwargs(crm: Mapping[str, Any]) -> str:
     """The hydra override that binds the CRM switches to every ``compute_score`` call verl makes.
 
@@ -115,12 +131,62 @@ def crm_reward_kwargs(crm: Mapping[str, Any]) -> str:
     from codethinker.rewards.crm import CRMConfig
 
     CRMConfig.from_dict(dict(crm))
-    inner = ",".join(f"{k}:{_hydra_value(crm[k])}" for k in sorted(crm))
-    return "++reward.custom_reward_function.reward_kwargs={crm:{" + inner + "}}"
+    return "++reward.custom_reward_function.reward_kwargs={crm:" + _hydra_dict(crm) + "}"
+
+
+def reward_kwargs(p: GRPOParams) -> str:
+    """The hydra override that binds the run's reward to every ``compute_score`` call verl makes: the
+    kind, and the CRM switches (crm) or the white-box settings (whitebox) as params.yaml sets them.
+
+    Checked first (:meth:`GRPOParams.reward_spec`): a misspelled kind, switch or setting stops the launch.
+
+    >>> from codethinker.training.grpo import grpo_params
+    >>> reward_kwargs(grpo_params({"crm": {"gate": False}}))
+    '++reward.custom_reward_function.reward_kwargs={reward:crm,crm:{gate:false}}'
+    >>> reward_kwargs(grpo_params({"reward": "orm", "crm": {"gate": False}}))
+    '++reward.custom_reward_function.reward_kwargs={reward:orm}'
+    >>> reward_kwargs(grpo_params({"reward": "whitebox", "whitebox": {"k": 4}}))
+    '++reward.custom_reward_function.reward_kwargs={reward:whitebox,whitebox:{k:4}}'
+    """
+    spec = p.reward_spec()
+    parts = [f"reward:{spec.kind}"]
+    if spec.kind == "crm":
+        parts.append("crm:" + _hydra_dict(p.crm))
+    elif spec.kind == "whitebox":
+        parts.append("whitebox:" + _hydra_dict(p.whitebox))
+    return "++reward.custom_reward_function.reward_kwargs={" + ",".join(parts) + "}"
+
+
+def write_reward_data(data: str | Path, out_dir: Path, p: GRPOParams) -> Path:
+    """The parquet verl trains on for ``p.reward``: ``data`` itself for ``crm``; for a baseline a copy in
+    ``out_dir`` whose ``prompt`` is the reward's prompt rendered from each row's truth and whose
+    ``extra_info`` carries ``reward`` and ``prompt_format``."""
+    spec = p.reward_spec()
+    if spec.kind == "crm":
+        return Path(data)
+    import pandas as pd
+
+    from codethinker.contra.tracer import Flow
+    from codethinker.data.io import atomic_write
+    from codethinker.training.grpo import _plain
+
+    records = []
+    for rec in pd.read_parquet(data).to_dict("records"):
+        rec = _plain(rec)
+        rec["prompt"] = spec.prompt(Flow.from_json(rec["reward_model"]["ground_truth"]))
+        rec["extra_info"] = {**(rec.get("extra_info") or {}), "reward": spec.kind, "prompt_format": spec.format}
+        records.append(rec)
+    path = Path(out_dir) / f"{Path(data).stem}.{spec.kind}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path, "wb") as fh:
+        pd.DataFrame(records).to_parquet(fh, index=False)
+    return path
 
 
 def agent_loop_yaml(p: GRPOParams) -> str:
-    r = p.rollout
+    """The agent-loop file: the group's regular and DBS samples and their stop strings, as the reward allows
+    (:func:`~codethinker.training.grpo.resolve_reward`: a baseline reward's group is all regular)."""
+    r = resolve_reward(p).rollout
     entry = {
         "name": AGENT_LOOP_NAME,
         "_target_": "codethinker.training.verl_dbs.DBSAgentLoop",
@@ -141,6 +207,9 @@ def verl_overrides(
     r, v, lora = p.rollout, p.verl, p.lora
     val = val or train
     steps = [] if p.max_steps < 0 else [f"trainer.total_training_steps={p.max_steps}"]
+    experiment = v.experiment
+    if experiment == VerlParams().experiment and p.reward != "crm":  # the default name says DBS + CRM
+        experiment = f"grpo-{p.reward}"
     loggers = "[" + ",".join(v.loggers) + "]"
     modules = "[" + ",".join(lora.target_modules) + "]"
     ov = [
@@ -183,10 +252,10 @@ def verl_overrides(
         f"actor_rollout_ref.rollout.agent.agent_loop_config_path={Path(agent_loop_path).resolve()}",
         f"reward.custom_reward_function.path={REWARD_FILE}",
         "reward.custom_reward_function.name=compute_score",
-        crm_reward_kwargs(p.crm),
+        reward_kwargs(p),
         f"trainer.logger={loggers}",
         f"trainer.project_name={v.project}",
-        f"trainer.experiment_name={v.experiment}",
+        f"trainer.experiment_name={experiment}",
         f"trainer.nnodes={v.nnodes}",
         f"trainer.n_gpus_per_node={v.gpus_per_node}",
         f"trainer.total_epochs={int(max(1, round(p.epochs)))}",
@@ -242,20 +311,33 @@ def run_grpo_verl(
     root: Path | None = None,
     val: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Write the config and launch verl (unless ``verl.dry_run``), then export the trained model to
-    ``<out>/adapter`` and ``<out>/merged``; returns the stage's metrics."""
+    """Write the config (and, for a baseline reward, its data) and launch verl (unless ``verl.dry_run``),
+    then export the trained model to ``<out>/adapter`` and ``<out>/merged``; returns the stage's metrics."""
     out = Path(out)
+    p = resolve_reward(p)
     if p.rollout.max_completion_tokens == "auto":
         p = resolve_budget(p, model, load_grpo_rows(data, None, p)[0])
     cfg_dir = out / "verl"
     cfg_dir.mkdir(parents=True, exist_ok=True)
+    train = write_reward_data(data, cfg_dir, p)
+    if val is not None:
+        val = write_reward_data(val, cfg_dir, p)
     loop_path = cfg_dir / "agent_loop.yaml"
     loop_path.write_text(agent_loop_yaml(p))
-    ov = verl_overrides(model, data, val, out, p, loop_path)
+    ov = verl_overrides(model, train, val, out, p, loop_path)
     cmd = verl_command(ov)
     (cfg_dir / "overrides.txt").write_text("\n".join(ov) + "\n")
     (cfg_dir / "command.sh").write_text(" ".join(shlex.quote(c) for c in cmd) + "\n")
-    metrics: dict[str, Any] = {"backend": "verl", "command": str(cfg_dir / "command.sh"), "launched": False}
+    metrics: dict[str, Any] = {
+        "backend": "verl",
+        "reward": p.reward,
+        "prompt_format": p.reward_spec().format,
+        "n_regular": p.rollout.n_regular,
+        "n_dbs": p.rollout.n_dbs,
+        "data": str(train),
+        "command": str(cfg_dir / "command.sh"),
+        "launched": False,
+    }
     if p.verl.dry_run:
         return metrics
     env = dict(os.environ)

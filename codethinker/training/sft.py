@@ -9,6 +9,13 @@ Outputs: ``<out>/merged`` (the adapter merged into the base, or the fully fine-t
 the tokenizer: what vLLM and the next stage load), ``<out>/adapter`` (PEFT; LoRA only) and
 checkpoints in ``<out>/checkpoints``. Batches group rows of similar length (less padding).
 
+``copy_warmup`` (a share of the steps, for a policy trained from scratch) is a curriculum: the run
+first trains on *copy rows*, whose answer is the prompt itself (the numbered code listing and the
+call), then on the traces. Three quarters of a trace's tokens are copied from the prompt (code lines,
+the input); a tiny model that must first discover copying while it learns the format wastes most of
+its budget (docs/training.md has the sizing runs). The curriculum is an order of rows
+(:func:`curriculum`), fed to the trainer unshuffled.
+
 >>> run_sft("models/base", "data/contra_sft/sft.jsonl", Path("models/sft"), SFTParams())  # doctest: +SKIP
 """
 
@@ -16,6 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import random
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,7 +40,15 @@ from codethinker.training.common import (
     precision,
 )
 
-__all__ = ["SFTParams", "load_sft_rows", "make_sft_trainer", "run_sft", "to_prompt_completion"]
+__all__ = [
+    "SFTParams",
+    "copy_row",
+    "curriculum",
+    "load_sft_rows",
+    "make_sft_trainer",
+    "run_sft",
+    "to_prompt_completion",
+]
 
 
 FINETUNE = ("lora", "full")
@@ -54,12 +71,17 @@ class SFTParams:
     save_steps: int = field(default=20, metadata={"help": "checkpoint every N optimizer steps"})
     save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept"})
     logging_steps: int = field(default=1, metadata={"help": "log every N steps"})
+    copy_warmup: float = field(
+        default=0.0, metadata={"help": "share of the steps first spent on copy rows (answer = prompt); 0: none"}
+    )
     seed: int = field(default=0, metadata={"help": "data order and LoRA init"})
     lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
 
     def __post_init__(self) -> None:
         if self.finetune not in FINETUNE:
             raise ValueError(f"sft.finetune must be one of {', '.join(FINETUNE)}, got {self.finetune!r}")
+        if not 0.0 <= self.copy_warmup < 1.0:
+            raise ValueError(f"sft.copy_warmup must be in [0, 1), got {self.copy_warmup!r}")
 
 
 def load_sft_rows(path: str | Path, max_samples: int | None = None) -> list[dict[str, Any]]:
@@ -81,6 +103,48 @@ def load_sft_rows(path: str | Path, max_samples: int | None = None) -> list[dict
 def to_prompt_completion(row: dict[str, Any]) -> dict[str, Any]:
     msgs = row["messages"]
     return {"prompt": msgs[:-1], "completion": [msgs[-1]]}
+
+
+def copy_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The copy lesson of a row: same prompt, the answer is the prompt's text verbatim.
+
+    >>> copy_row({"prompt": [{"role": "user", "content": "[CODE]..."}], "completion": []})["completion"]
+    [{'role': 'assistant', 'content': '[CODE]...'}]
+    """
+    return {"prompt": row["prompt"], "completion": [{"role": "assistant", "content": row["prompt"][-1]["content"]}]}
+
+
+def curriculum(
+    lengths: list[int], copy_lengths: list[int], batches: int, batch_size: int, copy_share: float, seed: int = 0
+) -> list[tuple[str, int]]:
+    """The row order of a whole run: ``("copy", i)`` for the first ``copy_share`` of ``batches``, then
+    ``("trace", i)``. Each phase reshuffles its rows every pass, cuts them into full batches of similar
+    length (sorted within windows of 64 batches) and shuffles the batches.
+
+    >>> order = curriculum([5, 9, 7, 8], [3, 4], batches=4, batch_size=2, copy_share=0.25)
+    >>> [kind for kind, _ in order]
+    ['copy', 'copy', 'trace', 'trace', 'trace', 'trace', 'trace', 'trace']
+    """
+    rng = random.Random(seed)
+    n_copy = round(batches * copy_share) if copy_lengths else 0
+
+    def phase(lens: list[int], n: int) -> list[int]:
+        if n and len(lens) < batch_size:
+            raise ValueError(f"{len(lens)} rows cannot fill a batch of {batch_size}")
+        out: list[list[int]] = []
+        while len(out) < n:
+            order = list(range(len(lens)))
+            rng.shuffle(order)
+            groups = []
+            for s in range(0, len(order), 64 * batch_size):
+                window = sorted(order[s : s + 64 * batch_size], key=lens.__getitem__)
+                full = len(window) // batch_size * batch_size
+                groups += [window[i : i + batch_size] for i in range(0, full, batch_size)]
+            rng.shuffle(groups)
+            out += groups
+        return [i for g in out[:n] for i in g]
+
+    return [("copy", i) for i in phase(copy_lengths, n_copy)] + [("trace", i) for i in phase(lengths, batches - n_copy)]
 
 
 def make_sft_trainer(
@@ -113,19 +177,39 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     rows = load_sft_rows(data)
-    kept, too_long = [], 0
+
+    def n_chars(messages: list[dict[str, Any]]) -> int | None:  # None: longer than max_length tokens
+        text = tok.apply_chat_template(messages, tokenize=False)
+        fits = len(text) <= p.max_length or len(tok(text, add_special_tokens=False).input_ids) <= p.max_length
+        return len(text) if fits else None
+
+    kept, lengths, too_long = [], [], 0
     for r in rows:  # drop over-long rows first, then take the first max_samples of the rest
         if p.max_samples and len(kept) >= p.max_samples:
             break
-        text = tok.apply_chat_template(r["messages"], tokenize=False)
-        if len(text) > p.max_length and len(tok(text, add_special_tokens=False).input_ids) > p.max_length:
+        n = n_chars(r["messages"])
+        if n is None:
             too_long += 1
             continue
         kept.append(to_prompt_completion(r))
+        lengths.append(n)
     if not kept:
         raise ValueError(f"no SFT rows left of {len(rows)} (max_length={p.max_length})")
-    ds = Dataset.from_list(kept)
-    rows_hash = hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]  # the rows it trains on
+    copies: list[dict[str, Any]] = []
+    if p.copy_warmup:
+        pairs = [(c, n_chars(c["prompt"] + c["completion"])) for c in map(copy_row, kept)]
+        copies, copy_lengths = [c for c, n in pairs if n], [n for _, n in pairs if n]
+        if p.max_steps > 0:
+            batches = p.max_steps * p.grad_accum
+        else:
+            batches = math.ceil(math.ceil(p.epochs * len(kept) / p.batch_size) / (1 - p.copy_warmup))
+        order = curriculum(lengths, copy_lengths, batches, p.batch_size, p.copy_warmup, p.seed)
+        train_rows = [copies[i] if kind == "copy" else kept[i] for kind, i in order]
+        copy_steps = sum(kind == "copy" for kind, _ in order) // (p.batch_size * p.grad_accum)
+    else:
+        train_rows, copy_steps = kept, 0
+    ds = Dataset.from_list(train_rows)
+    rows_hash = hashlib.sha256(json.dumps(train_rows, sort_keys=True).encode()).hexdigest()[:16]  # what it trains on
     fingerprint = {
         "params": asdict(p),
         "data": hash_files(data),
@@ -136,8 +220,8 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     ck = checkpoint_dir(out, fingerprint)
     args = SFTConfig(
         output_dir=str(ck),
-        num_train_epochs=p.epochs,
-        max_steps=p.max_steps,
+        num_train_epochs=1 if copies else p.epochs,  # a curriculum lists every row of the run in order
+        max_steps=len(train_rows) // (p.batch_size * p.grad_accum) if copies else p.max_steps,
         per_device_train_batch_size=p.batch_size,
         gradient_accumulation_steps=p.grad_accum,
         learning_rate=p.learning_rate,
@@ -153,7 +237,7 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         max_length=p.max_length,
         completion_only_loss=True,
         gradient_checkpointing=p.gradient_checkpointing,
-        train_sampling_strategy="group_by_length",
+        train_sampling_strategy="sequential" if copies else "group_by_length",
         dataloader_num_workers=0,
         **precision(),
     )
@@ -180,6 +264,8 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         "rows_read": len(kept) + too_long,  # until max_samples rows fitted
         "trained_rows": len(kept),
         "dropped_too_long": too_long,
+        "copy_rows": len(copies),  # copy lessons that fit max_length (copy_warmup > 0)
+        "copy_steps": copy_steps,
         "steps": int(trainer.state.global_step),
         "epochs": p.epochs,
         "train_loss": float(result.training_loss),

@@ -1,8 +1,16 @@
-"""Before SFT / after SFT / after GRPO on held-out GRPO prompts: format-valid rate, mean CRM
-reward, RCS, answer accuracy, the share of answers cut by the token limit and mean response tokens
+"""Before SFT / after SFT / after GRPO on held-out GRPO prompts: format-valid rate, mean reward,
+RCS, answer accuracy, the share of answers cut by the token limit and mean response tokens
 (one greedy response per prompt unless ``samples`` > 1), each with a 95% bootstrap interval over
 prompts, reported per source (``synth``: held-out generated programs; ``leetcode``: held-out
 LeetCode functions), and the paired interval of the reward change after GRPO vs after SFT.
+
+The reward and the prompt format are the ones GRPO trained with (``reward``: ``crm`` with the row's
+ConTra prompt, ``orm`` with the vanilla prompt, ``whitebox`` with the white-box prompt;
+:mod:`codethinker.rewards.switch`), for all three phases, so the paired GRPO - SFT change compares like
+with like; the result names them (``reward_kind``, ``prompt_format``). For ``crm`` the score is the
+full CRM whatever ``grpo.crm`` ablated (this section's own ``crm`` switches, none by default), so the
+ablations are measured alike. ``rcs`` is the ConTra consistency of the answer for every reward (0 for
+an answer that is no ConTra trace).
 
 The response limit ``max_tokens: auto`` comes from the truths, per source: the longest ground-truth
 trace among that source's evaluated prompts in the model's tokens (with the template teacher's
@@ -55,13 +63,26 @@ class EvalParams:
         default=True,
         metadata={"help": "the policy writes thoughts (contra_sft.teacher != none): sizes max_tokens auto"},
     )
-    crm: dict[str, Any] = field(default_factory=dict, metadata={"help": "CRM switches (as in grpo)"})
+    reward: str = field(
+        default="crm", metadata={"help": "the reward and prompt format GRPO trained with: crm | orm | whitebox"}
+    )
+    crm: dict[str, Any] = field(default_factory=dict, metadata={"help": "CRM switches (reward crm; {}: full CRM)"})
+    whitebox: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "white-box reward a, k (reward whitebox; as in grpo)"}
+    )
     seed: int = field(default=0, metadata={"help": "sampling seed"})
 
     def __post_init__(self) -> None:
         from codethinker.engines.kv_cache import parse_kv_setting
 
         parse_kv_setting(self.kv_cache_gib, "train_eval.kv_cache_gib")
+        self.reward_spec()  # a misspelled reward or setting stops here
+
+    def reward_spec(self) -> Any:
+        """The :class:`codethinker.rewards.switch.RewardSpec` the answers are scored with."""
+        from codethinker.rewards.switch import reward_spec
+
+        return reward_spec(self.reward, self.crm, self.whitebox)
 
     def kv_params(self) -> Any:
         """The params a vLLM KV-cache error names."""
@@ -103,21 +124,21 @@ def truth_token_budget(tok: Any, rows: list[dict[str, Any]], thoughts: bool = Tr
 
 
 def score_prompts(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int) -> list[dict[str, float]]:
-    """One dict of :data:`METRICS` per prompt (the mean over its ``samples`` answers)."""
+    """One dict of :data:`METRICS` per prompt (the mean over its ``samples`` answers), scored with
+    ``p``'s reward; the rows' prompts must be in its format (:func:`run_train_eval` sees to it)."""
     from codethinker.contra.tracer import Flow
-    from codethinker.rewards.crm import CRMConfig, crm_score
 
-    cfg = CRMConfig.from_dict(p.crm)
+    spec = p.reward_spec()
     prompts = [engine.apply_chat_template(r["prompt"]) for r in rows]
     outs = engine.continue_prefixes(
-        prompts, p.samples, stop=["[/TRACE]"], max_tokens=max_tokens, temperature=p.temperature, seed=p.seed
+        prompts, p.samples, stop=spec.stop, max_tokens=max_tokens, temperature=p.temperature, seed=p.seed
     )
     per_prompt = []
     for row, comps in zip(rows, outs, strict=True):
         flow = Flow.from_json(row["truth"])
         vals = {k: 0.0 for k in METRICS}
         for c in comps:
-            s = crm_score(c.text, flow, cfg)
+            s = spec.score(c.text, flow)
             vals["fmt_rate"] += s["fmt"]
             vals["reward"] += s["reward"]
             vals["rcs"] += s["rcs"]
@@ -186,15 +207,19 @@ def select_rows(rows: list[dict[str, Any]], max_prompts: int | dict[str, int] | 
 
 
 def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams) -> dict[str, Any]:
-    """Evaluate each named model in turn; a missing local model folder is reported, not fatal.
+    """Evaluate each named model in turn on ``rows`` (their prompts put in the format of ``p.reward``); a
+    missing local model folder is reported, not fatal.
 
-    Returns ``{phase: {source: summary}, "grpo_vs_sft": {source: diffs}, "max_tokens": {source: n}}``.
+    Returns ``{phase: {source: summary}, "grpo_vs_sft": {source: diffs}, "max_tokens": {source: n},
+    "reward_kind": kind, "prompt_format": format}``.
     """
     from transformers import AutoTokenizer
 
+    from codethinker.training.grpo import with_reward_prompts
     from codethinker.training.rollout import make_engine
 
-    rows = select_rows(rows, p.max_prompts)
+    spec = p.reward_spec()
+    rows = with_reward_prompts(select_rows(rows, p.max_prompts), spec)
     groups = by_source(rows)
     if p.max_tokens == "auto":
         first = next((m for m in models.values() if Path(m).exists() or not str(m).startswith("models/")), None)
@@ -205,7 +230,7 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
         }
     else:
         max_tokens = dict.fromkeys(groups, int(p.max_tokens))
-    out: dict[str, Any] = {"max_tokens": max_tokens}
+    out: dict[str, Any] = {"reward_kind": spec.kind, "prompt_format": spec.format, "max_tokens": max_tokens}
     for name, path in models.items():
         if str(path).startswith(("models/", "./", "/")) and not Path(path).exists():
             out[name] = {"missing": 1.0}

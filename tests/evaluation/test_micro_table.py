@@ -1,5 +1,6 @@
 """Table 2 in miniature: the commands match params.yaml, experiments are grouped by their params
-(not their names), and only differences beyond the seed noise are marked."""
+(not their names), and only differences beyond the seed noise are marked; the baseline rewards
+(grpo.reward=orm / whitebox) are rows of their own, beside the CRM ablation called ``orm``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from codethinker.evaluation import micro_table
-from codethinker.evaluation.micro_table import VARIANTS, collect, commands, table, variant_of
+from codethinker.evaluation.micro_table import BASELINES, VARIANTS, collect, commands, table, variant_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -41,11 +42,13 @@ def _params_for(cmd: str) -> dict:
     return params
 
 
-def _rev(name, params, reward, sft_reward=0.5, acc=0.1):
+def _rev(name, params, reward, sft_reward=0.5, acc=0.1, reward_kind=None):
     metrics = {
         "after_grpo": {"synth": {"reward": reward, "answer_acc": acc, "rcs": 0.2, "fmt_rate": 0.6}},
         "after_sft": {"synth": {"reward": sft_reward, "answer_acc": 0.05, "rcs": 0.1, "fmt_rate": 0.5}},
     }
+    if reward_kind is not None:  # train_eval writes it since the reward became a switch
+        metrics["reward_kind"] = reward_kind
     return {
         "rev": "0" * 40,
         "name": name,
@@ -132,3 +135,55 @@ class TestTable:
     def test_single_seed_gets_no_mark(self):
         text = table({"full": self._runs([1.0]), "orm": self._runs([0.0])})
         assert "*" not in text.replace("**", "")
+
+
+class TestBaselineRewards:
+    def test_commands_set_existing_keys_and_land_on_their_rows(self):
+        cmds = commands(seeds=(1,), variants=BASELINES)
+        assert cmds == [
+            "dvc exp run train_eval -n t2-reward-orm-s1 -S grpo.seed=1 -S grpo.reward=orm",
+            "dvc exp run train_eval -n t2-reward-whitebox-s1 -S grpo.seed=1 -S grpo.reward=whitebox",
+        ]
+        for v, cmd in zip(BASELINES, cmds, strict=True):
+            assert variant_of(_params_for(cmd)) == v.key
+        assert len(commands()) == 18  # Table 2's ablations alone, as before
+
+    def test_the_orm_ablation_and_the_orm_baseline_are_different_rows(self):
+        ablation = _params_for(commands(seeds=(0,))[4])  # -S grpo.crm.prm=false: CRM without R_proc
+        assert "grpo.crm.prm=false" in commands(seeds=(0,))[4] and variant_of(ablation) == "orm"
+        baseline = copy.deepcopy(ablation)
+        _set(baseline, "grpo.reward", "orm")
+        assert variant_of(baseline) == "reward-orm"  # the CRM switches do not apply to the baseline
+        _set(baseline, "grpo.rollout.n_dbs", 0)
+        _set(baseline, "grpo.rollout.n_regular", 8)
+        assert variant_of(baseline) == "reward-orm"  # DBS samples are drawn regularly anyway: the same run
+        _set(baseline, "grpo.rollout.n_regular", 4)
+        assert variant_of(baseline) is None  # a smaller group is another budget
+
+    def test_an_orm_run_lands_beside_crm_and_stale_metrics_are_skipped(self):
+        orm_params = _params_for(commands(seeds=(1,), variants=BASELINES)[0])
+        full_params = _params_for(commands(seeds=(1,))[0])
+        revs = [
+            _rev("t2-reward-orm-s1", orm_params, 1.2, acc=0.3, reward_kind="orm"),
+            _rev("t2-full-s1", full_params, 2.5, acc=0.2, reward_kind="crm"),
+            _rev("stale", _params_for(commands(seeds=(2,), variants=BASELINES)[0]), 9.0),  # CRM-scored metrics
+        ]
+        got = collect(_exp_show(revs))
+        assert got["reward-orm"][1]["after_grpo"]["answer_acc"] == 0.3 and 2 not in got["reward-orm"]
+        assert got["full"][1]["after_grpo"]["reward"] == 2.5
+        assert "orm" not in got  # not the CRM ablation
+
+    def test_baseline_rows_get_no_delta_on_their_own_reward_scale(self):
+        def runs(reward, acc):
+            return {
+                s: {"after_grpo": {"reward": reward, "answer_acc": acc, "rcs": 0.0, "fmt_rate": 1.0}, "after_sft": None}
+                for s, (reward, acc) in enumerate(zip(reward, acc, strict=True))
+            }
+
+        text = table({"full": runs([3.0, 3.2, 2.8], [0.5, 0.52, 0.48]), "reward-orm": runs([1.0, 1.1, 0.9], [0.2] * 3)})
+        rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()}
+        orm_row = rows[BASELINES[0].label]
+        assert "1.000 ± 0.100 |" in orm_row  # its ORM reward, no Δ against CRM's
+        assert "0.200 ± 0.000 (-0.300*)" in orm_row  # accuracy compares directly
+        assert "not run" in rows[BASELINES[1].label]
+        assert rows["outcome reward only (R_res)"].count("not run") == 4  # the CRM ablation keeps its row

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from codethinker.rewards.whitebox import Question, compute_score, whitebox_questions, whitebox_reward, whitebox_score
+from codethinker.rewards.whitebox import (
+    Question,
+    WhiteboxConfig,
+    compute_score,
+    whitebox_questions,
+    whitebox_reward,
+    whitebox_score,
+)
 from tests.contra.helpers import example_flow, make_flow
 
 FLOW = example_flow()  # locals: {n: 2, a: 3} | +b: 6 | +c: 3 | same; output [0, 1, 2]
@@ -143,3 +150,15 @@ class TestWhitebox:
 def test_parameters_are_checked(a, k):
     with pytest.raises(ValueError, match="whitebox"):
         whitebox_score(rollout(ALL_RIGHT), FLOW, a=a, k=k)
+
+
+def test_config_settings_reach_the_score():
+    assert WhiteboxConfig() == WhiteboxConfig.from_dict(None) == WhiteboxConfig(a=0.5, k=6)
+    with pytest.raises(ValueError, match="whitebox k"):
+        WhiteboxConfig.from_dict({"k": 0})
+    with pytest.raises(ValueError, match="unknown whitebox settings"):
+        WhiteboxConfig.from_dict({"questions": 3})
+    text = rollout(["2", "int", "3"])  # 3 of 6 right; the first 2 both right
+    assert compute_score("d", text, FLOW.to_json(), {"whitebox": {"a": 1.0, "k": 2}})["score"] == 2.0
+    assert whitebox_reward([text], [FLOW], a=1.0) == pytest.approx([1.0])
+    assert whitebox_reward([text], [FLOW], a=1.0, k=2) == [2.0]

@@ -1,16 +1,19 @@
 """GRPO local backend: the rollout hook, the CRM reward statistics, training on the tiny model,
-and the policy sync: vLLM samples from the updated policy after an optimizer step (verl #7495)."""
+and the policy sync: vLLM samples from the updated policy after an optimizer step (verl #7495); the
+reward switch (grpo.reward): each reward's prompts, rollout and reward function."""
 
 from __future__ import annotations
 
+import logging
 import types
 
 import pytest
 
-from codethinker.contra.render import render_prompt, render_trace
+from codethinker.contra.render import render_prompt, render_trace, vanilla_prompt
 from codethinker.contra.tracer import Flow
-from codethinker.training.grpo import grpo_params, load_grpo_rows
-from codethinker.training.grpo_local import CRMRewardFunc, make_grpo_trainer, run_grpo_local
+from codethinker.rewards.whitebox import whitebox_prompt
+from codethinker.training.grpo import grpo_params, load_grpo_rows, resolve_reward
+from codethinker.training.grpo_local import CRMRewardFunc, RewardFunc, make_grpo_trainer, run_grpo_local
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
 
 from ..sampling.scripted import ScriptedEngine
@@ -185,3 +188,115 @@ def test_vllm_rollouts_sample_from_the_updated_policy(tiny_model, grpo_parquet, 
     [[initial]] = HFEngine(tiny_model).continue_prefixes([prompt], 1, stop=[], max_tokens=6, temperature=0)
     assert got.text == want.text
     assert got.text != initial.text
+
+
+# --- the reward switch (grpo.reward) -----------------------------------------------------------------
+
+
+def _vanilla(answer: str) -> str:
+    return f"[THOUGHT]\ntracing\n[/THOUGHT]\n[ANSWER]\n{answer}\n[/ANSWER]"
+
+
+def _right_answer(flow: Flow) -> str:
+    return f"assert f({flow.input}) == {flow.output_text}"
+
+
+def test_a_loaded_grpo_row_carries_the_prompt_of_its_reward(grpo_parquet):
+    crm, _ = load_grpo_rows(grpo_parquet, p=grpo_params({}))
+    orm, _ = load_grpo_rows(grpo_parquet, p=grpo_params({"reward": "orm"}))
+    wb, _ = load_grpo_rows(grpo_parquet, p=grpo_params({"reward": "whitebox", "whitebox": {"k": 2}}))
+    assert len(crm) == len(orm) == len(wb) == len(truths())
+    for c, o, w, t in zip(crm, orm, wb, truths(), strict=True):
+        flow = Flow.from_json(t)
+        assert c["prompt"] == render_prompt(flow)  # the parquet's ConTra prompt, as contra_sft wrote it
+        assert o["prompt"] == vanilla_prompt("\n".join(flow.lines), "f", flow.input)
+        assert "[ANSWER]" in o["prompt"][0]["content"] and "[TRACE]" not in o["prompt"][0]["content"]
+        assert w["prompt"] == whitebox_prompt(flow, 2)
+        assert c["truth"] == o["truth"] == w["truth"] == t and c["id"] == o["id"] == w["id"]
+    plain, _ = load_grpo_rows(grpo_parquet)  # no params: the rows as stored
+    assert [r["prompt"] for r in plain] == [r["prompt"] for r in crm]
+
+
+def test_baseline_rewards_draw_their_dbs_budget_as_regular_samples(caplog):
+    for kind in ("orm", "whitebox"):
+        p = grpo_params({"reward": kind, "rollout": {"n_regular": 4, "n_dbs": 4}})
+        with caplog.at_level(logging.WARNING, logger="codethinker.training.grpo"):
+            resolved = resolve_reward(p)
+        r = resolved.rollout
+        assert (r.n_regular, r.n_dbs, r.group, r.final_stop) == (8, 0, 8, ["[/ANSWER]"])
+        assert f"grpo.reward={kind}: DBS needs ConTra blocks" in caplog.text and "8 regular + 0 DBS" in caplog.text
+        caplog.clear()
+        assert resolve_reward(resolved) == resolved and not caplog.text  # resolved once: no second notice
+    no_dbs = resolve_reward(grpo_params({"reward": "orm", "rollout": {"n_regular": 8, "n_dbs": 0}})).rollout
+    assert (no_dbs.n_regular, no_dbs.n_dbs, no_dbs.final_stop) == (8, 0, ["[/ANSWER]"]) and not caplog.text
+    custom = grpo_params({"reward": "orm", "rollout": {"final_stop": ["[END]"]}})
+    assert resolve_reward(custom).rollout.final_stop == ["[END]"]  # a stop set in params.yaml is kept
+    crm = grpo_params({})
+    assert resolve_reward(crm) is crm and crm.rollout.n_dbs == 4  # DBS + CRM: unchanged
+    with pytest.raises(ValueError, match="reward must be one of crm, orm, whitebox"):
+        grpo_params({"reward": "prm"})
+    with pytest.raises(ValueError, match="unknown whitebox settings"):
+        grpo_params({"reward": "whitebox", "whitebox": {"q": 3}})
+
+
+def test_orm_rollout_is_all_regular_and_stops_at_the_answer():
+    flows = [Flow.from_json(t) for t in truths()[:2]]
+    p = resolve_reward(grpo_params({"reward": "orm", "rollout": {"n_regular": 2, "n_dbs": 3}}))
+    prompts = [p.reward_spec().prompt(f) for f in flows]
+    table = {prompt_key(m): t for m, t in zip(prompts, truths()[:2], strict=True)}
+    eng = ScriptedEngine(lambda prefix, k, sid: (_vanilla("assert f(3) == 8"), 5, "stop"))
+    r = Rollout("static", eng, _Tok(), table, p.rollout)
+    out = r([prompts[0]] * 5 + [prompts[1]] * 5, _trainer())
+    assert out["rollout_kind"] == ["regular"] * 10
+    assert [(c["n"], c["stop"]) for c in eng.calls] == [(5, ["[/ANSWER]"])]  # one regular call, no DBS rounds
+    assert "assert f(3) == ??" in eng.calls[0]["prefixes"][0]
+
+
+def test_reward_func_routes_by_the_runs_reward():
+    flow = Flow.from_json(truths()[0])  # f(3) == 8
+    texts = [_vanilla(_right_answer(flow)), _vanilla("assert f(3) == 9"), render_trace(flow), "junk"]
+    comps = [[{"role": "assistant", "content": c}] for c in texts]
+    truth = [truths()[0]] * len(texts)
+    orm = RewardFunc.from_params(grpo_params({"reward": "orm", "crm": {"orm": False}}))
+    assert orm.__name__ == "orm"  # TRL logs rewards/orm/...
+    assert orm(None, comps, truth=truth) == [2.0, 0.0, 2.0, 0.0]  # a ConTra trace's RETURN counts (orm.py)
+    s = orm.take()
+    assert s["reward_mean"] == 1.0 and s["fmt_rate"] == 0.75 and s["r_proc"] == 0.0 and s["rcs"] == 0.25
+    wb = RewardFunc.from_params(grpo_params({"reward": "whitebox"}))
+    assert wb.__name__ == "whitebox" and wb(None, comps, truth=truth) == [1.0, 0.0, 0.0, 0.0]  # io only: 2 * 0.5
+    crm = CRMRewardFunc()
+    assert crm.__name__ == "crm" and crm(None, comps, truth=truth) == [0.0, 0.0, 4.0, 0.0]
+
+
+@pytest.mark.slow
+def test_the_trainer_built_with_reward_orm_calls_the_orm_reward(tiny_model, grpo_parquet, tmp_path, monkeypatch):
+    """make_grpo_trainer with grpo.reward=orm: vanilla prompts reach the engine, all 4 samples are regular and
+    stop at [/ANSWER], and TRL's reward is the ORM (2 for a right assertion, else 0)."""
+    import codethinker.rewards.switch as switch
+
+    calls = []
+    real_orm = switch.orm_score
+    monkeypatch.setattr(switch, "orm_score", lambda *a, **k: calls.append(a) or real_orm(*a, **k))
+    answers = {f"assert f({f.input}) == ??": _right_answer(f) for f in map(Flow.from_json, truths())}
+
+    def script(prefix, k, sid):  # a right assertion for even samples, a wrong one for odd
+        [right] = [a for q, a in answers.items() if q in prefix]
+        return _vanilla(right if k % 2 == 0 else right + "0"), 12, "stop"
+
+    eng = ScriptedEngine(script)
+    rollout_params = {"n_regular": 2, "n_dbs": 2, "max_completion_tokens": 64}  # -> 4 regular, 0 DBS
+    p = _tiny_params(reward="orm", rollout=rollout_params)
+    rows, _ = load_grpo_rows(grpo_parquet, p=p)
+    trainer, rollout = make_grpo_trainer(tiny_model, rows, tmp_path / "ck", p, engine=("static", eng))
+    [fn] = trainer.reward_funcs
+    assert isinstance(fn, RewardFunc) and fn.spec.kind == "orm"
+    assert (rollout.p.n_regular, rollout.p.n_dbs) == (4, 0)
+    trainer.train()
+    assert eng.calls and all(c["stop"] == ["[/ANSWER]"] and c["n"] == 4 for c in eng.calls)
+    assert all("[THOUGHT] and [/THOUGHT]" in prefix for c in eng.calls for prefix in c["prefixes"])  # vanilla
+    assert len(calls) == 4  # one group of 4, each scored by the ORM
+    s = fn.take()
+    assert s["reward_mean"] == 1.0 and s["reward_max"] == 2.0 and s["fmt_rate"] == 1.0
+    assert s["reward_dbs_max"] == 0.0 and s["reward_regular_mean"] == 1.0
+    logged = {k for h in trainer.state.log_history for k in h}
+    assert any(k.startswith("rewards/orm") for k in logged), sorted(logged)

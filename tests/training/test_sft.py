@@ -5,9 +5,19 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codethinker.training.common import precision
-from codethinker.training.sft import SFTParams, load_sft_rows, make_sft_trainer, run_sft, to_prompt_completion
+from codethinker.training.sft import (
+    SFTParams,
+    copy_row,
+    curriculum,
+    load_sft_rows,
+    make_sft_trainer,
+    run_sft,
+    to_prompt_completion,
+)
 
 
 def test_rows_become_prompt_completion_pairs(sft_jsonl):
@@ -89,3 +99,69 @@ def test_full_finetune_from_scratch_trains_every_weight(tmp_path, sft_jsonl):
     assert before.keys() == after.keys()
     changed = [k for k in before if not torch.equal(before[k], after[k])]
     assert len(changed) == len(before)  # every tensor moved: full fine-tuning, not an adapter
+
+
+class TestCurriculum:
+    """``sft.copy_warmup``: copy lessons first, then traces; full batches of similar length."""
+
+    def test_copy_batches_come_first_and_every_batch_is_full_and_of_one_kind(self):
+        lengths, copy_lengths = list(range(100, 140)), list(range(50, 90))
+        order = curriculum(lengths, copy_lengths, batches=20, batch_size=4, copy_share=0.3, seed=1)
+        assert len(order) == 80
+        kinds = [k for k, _ in order]
+        assert kinds == ["copy"] * 24 + ["trace"] * 56
+        batches = [order[i : i + 4] for i in range(0, 80, 4)]
+        assert all(len({k for k, _ in b}) == 1 for b in batches)
+        assert order == curriculum(lengths, copy_lengths, batches=20, batch_size=4, copy_share=0.3, seed=1)
+        assert order != curriculum(lengths, copy_lengths, batches=20, batch_size=4, copy_share=0.3, seed=2)
+
+    def test_each_pass_shows_every_row_once_and_batches_group_similar_lengths(self):
+        lengths = [(i * 37) % 500 for i in range(256)]
+        order = curriculum(lengths, [], batches=64, batch_size=4, copy_share=0.3)  # no copy rows: traces only
+        assert {k for k, _ in order} == {"trace"}
+        assert sorted(i for _, i in order) == list(range(256))  # one pass: each row once
+        spread = [
+            max(lengths[i] for _, i in order[s : s + 4]) - min(lengths[i] for _, i in order[s : s + 4])
+            for s in range(0, 256, 4)
+        ]
+        assert max(spread) < 50  # random batches of 4 from 0..499 would spread about 300
+
+    def test_fewer_rows_than_a_batch_is_refused(self):
+        with pytest.raises(ValueError, match="3 rows cannot fill a batch of 4"):
+            curriculum([1, 2, 3], [1, 2, 3, 4], batches=2, batch_size=4, copy_share=0.5)
+
+    @settings(max_examples=50, deadline=None)
+    @given(
+        st.lists(st.integers(1, 900), min_size=8, max_size=60),
+        st.integers(1, 30),
+        st.integers(1, 8),
+        st.floats(0.0, 0.9),
+    )
+    def test_length_and_split_hold_for_any_input(self, lengths, batches, batch_size, share):
+        order = curriculum(lengths, lengths[::-1], batches, batch_size, share)
+        n_copy = round(batches * share)
+        assert len(order) == batches * batch_size
+        assert sum(k == "copy" for k, _ in order) == n_copy * batch_size
+        assert all(0 <= i < len(lengths) for _, i in order)
+
+    def test_copy_row_answers_with_the_prompt(self, sft_jsonl):
+        row = to_prompt_completion(load_sft_rows(sft_jsonl)[0])
+        c = copy_row(row)
+        assert c["prompt"] == row["prompt"] and c["completion"][0]["content"] == row["prompt"][-1]["content"]
+        assert c["completion"][0]["role"] == "assistant"
+
+    def test_share_out_of_range_is_refused(self):
+        with pytest.raises(ValueError, match=r"copy_warmup must be in \[0, 1\)"):
+            SFTParams(copy_warmup=1.0)
+
+
+@pytest.mark.slow
+def test_run_sft_with_copy_warmup_spends_its_first_steps_on_copy_rows(tmp_path, sft_jsonl):
+    from codethinker.training.bootstrap import build_tiny_model
+    from codethinker.training.tokenizer import train_bpe
+
+    texts = [json.dumps(r["messages"]) for r in load_sft_rows(sft_jsonl)]
+    base = build_tiny_model(tmp_path / "base", train_bpe(texts, vocab_size=512), seed=0)
+    p = SFTParams(finetune="full", max_steps=8, batch_size=2, save_steps=50, max_length=4096, copy_warmup=0.5)
+    m = run_sft(base, sft_jsonl, tmp_path / "sft", p)
+    assert m["steps"] == 8 and m["copy_steps"] == 4 and m["copy_rows"] == m["trained_rows"]

@@ -20,6 +20,11 @@ def tok():
     return train_bpe(CORPUS, vocab_size=400)
 
 
+@pytest.fixture(scope="module")
+def word_tok():
+    return train_bpe(CORPUS, vocab_size=400, split="word")
+
+
 def test_specials_template_and_digits(tok):
     assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
     assert all(tok.convert_tokens_to_ids(t) < 3 for t in SPECIAL_TOKENS)
@@ -44,7 +49,29 @@ def test_vocab_too_small_is_refused():
         train_bpe(CORPUS, vocab_size=100)
 
 
+def test_an_unknown_split_is_refused():
+    with pytest.raises(ValueError, match="split must be one of line, word"):
+        train_bpe(CORPUS, vocab_size=400, split="char")
+
+
+def test_line_split_merges_across_spaces_but_not_newlines_or_digits(tok, word_tok):
+    line = "[LINENO 1]        return x + 1"
+    pieces = [tok.decode([i]) for i in tok(line).input_ids]
+    assert "]        return x + " in pieces  # one token across the spaces
+    assert len(tok(CORPUS[0]).input_ids) < 0.7 * len(word_tok(CORPUS[0]).input_ids)
+    assert all("\n" not in p or p == "\n" for p in (tok.decode([i]) for i in tok(CORPUS[0]).input_ids))
+    assert [tok.decode([i]) for i in tok("f(2024)").input_ids][-5:] == ["2", "0", "2", "4", ")"]
+
+
+def test_the_call_is_the_same_tokens_in_the_prompt_and_in_return(tok):
+    """A model copies by matching tokens: ``Input: f(12)`` and ``assert f(12) == 13`` share ``f(``, 1, 2."""
+    prompt, answer = tok("Input: f(12)\n").input_ids, tok("assert f(12) == 13\n").input_ids
+    assert prompt[1:4] == answer[1:4]
+    assert [tok.decode([i]) for i in prompt[:1] + answer[:1]] == ["Input: ", "assert "]
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=80))
-def test_any_text_round_trips(tok, s):
-    assert tok.decode(tok(s, add_special_tokens=False).input_ids) == s
+def test_any_text_round_trips(tok, word_tok, s):
+    for t in (tok, word_tok):
+        assert t.decode(t(s, add_special_tokens=False).input_ids) == s

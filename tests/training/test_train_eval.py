@@ -4,6 +4,8 @@ tiny model."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from codethinker.contra.render import render_trace
@@ -19,6 +21,8 @@ from codethinker.training.train_eval import (
     select_rows,
     truth_token_budget,
 )
+
+from .tinydata import truths
 
 
 class _Oracle:
@@ -145,3 +149,74 @@ def test_stage_summary_with_per_source_limits(grpo_parquet, tiny_model, monkeypa
         block = text.split(f"-- {source}\n")[1]
         assert block.splitlines()[1].startswith("after_sft") and block.splitlines()[2].startswith("after_grpo")
         assert "GRPO - SFT   reward +0.000 [+0.000, +0.000]" in block
+
+
+# --- the reward GRPO trained with (grpo.reward) ------------------------------------------------------
+
+
+def _asks_for(flow, prompt: str) -> bool:
+    """Whether ``prompt`` asks for ``flow``'s call (vanilla / white-box assertion, or ConTra input line)."""
+    return f"assert f({flow.input}) == ??" in prompt or f"Input: f({flow.input})\n" in prompt
+
+
+class _VanillaOracle:
+    """Answers in the vanilla format, reading the call from the prompt: the right assertion for even
+    prompts of a call, junk for odd ones; records the prompts and stop strings it got."""
+
+    def __init__(self):
+        self.prompts, self.stops = [], []
+
+    def apply_chat_template(self, messages):
+        return messages[-1]["content"]
+
+    def continue_prefixes(self, prefixes, n, *, stop, max_tokens, temperature=1.0, seed=None):
+        self.prompts += prefixes
+        self.stops.append(list(stop))
+        out = []
+        for i, p in enumerate(prefixes):
+            [flow] = [f for f in map(Flow.from_json, truths()) if _asks_for(f, p)]
+            right = f"[THOUGHT]\nt\n[/THOUGHT]\n[ANSWER]\nassert f({flow.input}) == {flow.output_text}\n[/ANSWER]"
+            out.append([Completion(right, 20, "stop") if i % 2 == 0 else Completion("junk", max_tokens, "length")] * n)
+        return out
+
+
+def test_held_out_prompts_are_scored_with_the_trained_reward_and_format(grpo_parquet, tiny_model, monkeypatch):
+    rows, _ = load_grpo_rows(grpo_parquet)  # as the stage loads them: the parquet's ConTra prompts
+    oracle = _VanillaOracle()
+    monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", oracle))
+    out = run_train_eval({"after_sft": tiny_model}, rows, EvalParams(reward="orm", max_tokens=64))
+    assert (out["reward_kind"], out["prompt_format"]) == ("orm", "vanilla")
+    assert oracle.stops == [["[/ANSWER]"]]
+    assert len(oracle.prompts) == 4 and all("[THOUGHT]" in p and "[LINENO" not in p for p in oracle.prompts)
+    m = out["after_sft"]["leetcode"]
+    assert (m["fmt_rate"], m["reward"], m["answer_acc"], m["rcs"], m["truncated"]) == (0.5, 1.0, 0.5, 0.0, 0.5)
+    crm = run_train_eval({"after_sft": tiny_model}, rows, EvalParams(max_tokens=64))  # the default: CRM
+    assert (crm["reward_kind"], crm["prompt_format"], oracle.stops[-1]) == ("crm", "contra", ["[/TRACE]"])
+    assert crm["after_sft"]["leetcode"]["fmt_rate"] == 0.0  # vanilla answers are no ConTra trace
+
+
+def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, monkeypatch):
+    import json
+
+    import yaml
+
+    from stages import train_eval as stage
+
+    params = {
+        "base": {"profile": "default", "seed": 0},
+        "model": {"base": "models/base"},
+        "contra_sft": {"teacher": "none"},
+        "grpo": {"reward": "whitebox", "whitebox": {"a": 0.5, "k": 2}},
+        "train_eval": {"data": str(grpo_parquet), "models": {"after_sft": str(tiny_model)}, "max_tokens": 64},
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(tmp_path)
+    oracle = _VanillaOracle()
+    monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", oracle))
+    stage.main()
+    result = json.loads((tmp_path / "metrics" / "train_eval.json").read_text())
+    assert (result["reward_kind"], result["prompt_format"]) == ("whitebox", "whitebox")
+    assert result["before_sft"] == {"missing": 1.0}  # models/base is not there
+    assert all(len(re.findall(r"\nQ\d+: ", p)) == 2 for p in oracle.prompts)  # k = 2, from grpo.whitebox
+    m = result["after_sft"]["leetcode"]
+    assert (m["fmt_rate"], m["reward"], m["answer_acc"]) == (0.5, 0.5, 0.5)  # io only: 2 * (1 - a) * io

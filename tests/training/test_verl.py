@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from codethinker.training.grpo_verl import (
     crm_reward_kwargs,
     model_ref,
     prompt_token_ids,
+    reward_kwargs,
     run_grpo_verl,
     verl_overrides,
 )
@@ -27,7 +29,7 @@ from codethinker.training.verl_merge import TRACKER, latest_actor_checkpoint, me
 
 ROOT = Path(__file__).resolve().parents[2]
 VERL_PY = Path(os.environ.get("VERL_PYTHON", ROOT / ".venv-verl" / "bin" / "python"))
-VERL_ENV_TESTS = 10
+VERL_ENV_TESTS = 12
 
 
 def test_overrides_follow_the_paper_settings(tmp_path):
@@ -65,12 +67,98 @@ def test_prompt_token_ids_are_token_ids_under_this_transformers(tokenizer_dir):
     assert ids == tok.encode(text, add_special_tokens=False)
 
 
+class _Template:
+    """A tokenizer whose ``apply_chat_template(tokenize=True)`` returns ``out`` whatever it is asked for."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def apply_chat_template(self, messages, **kwargs):
+        assert kwargs["tokenize"] is True and kwargs["add_generation_prompt"] is True
+        return self.out
+
+
+def test_prompt_token_ids_accept_every_shape_apply_chat_template_returns():
+    import numpy as np
+    import torch
+    from transformers import BatchEncoding
+
+    ids = [151644, 872, 198, 151645]
+    mask = [1] * len(ids)
+    shapes = {
+        "list": ids,
+        "dict": {"input_ids": ids, "attention_mask": mask},
+        "BatchEncoding": BatchEncoding({"input_ids": ids, "attention_mask": mask}),
+        "BatchEncoding of tensors": BatchEncoding(
+            {"input_ids": torch.tensor([ids]), "attention_mask": torch.tensor([mask])}
+        ),
+        "tensor": torch.tensor(ids),
+        "batch of one tensor": torch.tensor([ids]),
+        "numpy": np.array(ids),
+        "numpy ints": [np.int64(i) for i in ids],
+    }
+    for name, out in shapes.items():
+        got = prompt_token_ids(_Template(out), [{"role": "user", "content": "f(1)"}])
+        assert got == ids and all(type(i) is int for i in got), name
+    for junk in ({"input_ids": "text"}, ["input_ids", "attention_mask"], [ids, ids]):  # key names, 2 prompts
+        with pytest.raises(TypeError, match="no token ids"):
+            prompt_token_ids(_Template(junk), [{"role": "user", "content": "f(1)"}])
+
+
 def test_dry_run_writes_the_command(tmp_path):
     p = grpo_params({"backend": "verl", "verl": {"dry_run": True}})
     m = run_grpo_verl("models/base", "train.parquet", tmp_path, p)
     assert m["launched"] is False
     cmd = (tmp_path / "verl" / "command.sh").read_text()
     assert "verl.trainer.main_ppo" in cmd and "actor_rollout_ref.rollout.n=8" in cmd
+
+
+_FAKE_VERL_PYTHON = """#!{python}
+import json, os, sys
+from pathlib import Path
+
+with open(os.environ["FAKE_VERL_LOG"], "a") as log:
+    log.write(json.dumps({{"argv": sys.argv[1:], "pythonpath": os.environ.get("PYTHONPATH", "")}}) + "\\n")
+if sys.argv[1:3] == ["-m", "verl.trainer.main_ppo"]:  # training: leaves verl's checkpoint tracker
+    ckpt = Path(dict(a.split("=", 1) for a in sys.argv[3:])["trainer.default_local_dir"])
+    ckpt.mkdir(parents=True)
+    (ckpt / "latest_checkpointed_iteration.txt").write_text("3")
+elif sys.argv[1:3] == ["-m", "codethinker.training.verl_merge"]:  # the export, as verl_merge reports it
+    args = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+    for d in ("adapter", "merged"):
+        (Path(args["--out"]) / d).mkdir()
+    print(json.dumps({{"step": 3, "checkpoint": "c", "adapter": "a", "merged": "m"}}))
+else:
+    sys.exit("unexpected call")
+"""
+
+
+def test_a_launched_verl_run_ends_by_exporting_adapter_and_merged(tmp_path, monkeypatch):
+    fake = tmp_path / "verl-python"
+    fake.write_text(_FAKE_VERL_PYTHON.format(python=sys.executable))
+    fake.chmod(0o755)
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("VERL_PYTHON", str(fake))
+    monkeypatch.setenv("FAKE_VERL_LOG", str(log))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models" / "sft" / "merged").mkdir(parents=True)
+    p = grpo_params({"backend": "verl", "rollout": {"max_completion_tokens": 64}})
+    m = run_grpo_verl("models/sft/merged", "data/grpo.parquet", Path("models/grpo"), p, root=ROOT)
+    train, export = [json.loads(line) for line in log.read_text().splitlines()]
+    assert train["argv"][:2] == ["-m", "verl.trainer.main_ppo"]
+    assert export["argv"] == [
+        "-m",
+        "codethinker.training.verl_merge",
+        "--checkpoints",
+        str(tmp_path / "models" / "grpo" / "checkpoints"),
+        "--out",
+        str(tmp_path / "models" / "grpo"),
+        "--base",
+        str(tmp_path / "models" / "sft" / "merged"),
+    ]
+    assert export["pythonpath"].split(os.pathsep)[0] == str(ROOT)  # the project is importable in verl's env
+    assert m["launched"] is True and m["exported_step"] == 3
+    assert (tmp_path / "models" / "grpo" / "adapter").is_dir() and (tmp_path / "models" / "grpo" / "merged").is_dir()
 
 
 def _looks_like_a_path(value: str) -> bool:
@@ -84,7 +172,7 @@ def test_the_command_carries_the_crm_switches_and_only_absolute_paths(tmp_path, 
     run_grpo_verl("models/sft/merged", "data/grpo.parquet", Path("models/grpo"), p)
     cfg_dir = tmp_path / "models" / "grpo" / "verl"
     overrides = (cfg_dir / "overrides.txt").read_text().splitlines()
-    assert "++reward.custom_reward_function.reward_kwargs={crm:{alpha:0.5,orm:false}}" in overrides
+    assert "++reward.custom_reward_function.reward_kwargs={reward:crm,crm:{alpha:0.5,orm:false}}" in overrides
     values = dict(o.lstrip("+").split("=", 1) for o in overrides)
     assert values["actor_rollout_ref.model.path"] == str(tmp_path / "models" / "sft" / "merged")
     paths = [v for v in values.values() if _looks_like_a_path(v)]
@@ -101,6 +189,43 @@ def test_a_hub_id_stays_a_hub_id_and_a_misspelled_switch_stops_the_launch(tmp_pa
     with pytest.raises(ValueError, match="unknown CRM switches"):
         crm_reward_kwargs({"gates": False})
     assert crm_reward_kwargs({}) == "++reward.custom_reward_function.reward_kwargs={crm:{}}"
+
+
+def test_the_command_carries_the_reward_kind_and_a_baseline_gets_its_prompts(tmp_path, monkeypatch, grpo_parquet):
+    import pandas as pd
+
+    from codethinker.contra.render import vanilla_prompt
+    from codethinker.contra.tracer import Flow
+
+    monkeypatch.chdir(tmp_path)
+    p = grpo_params({"backend": "verl", "reward": "orm", "crm": {"gate": False}, "verl": {"dry_run": True}})
+    m = run_grpo_verl("models/sft/merged", grpo_parquet, Path("models/grpo"), p)
+    cfg_dir = tmp_path / "models" / "grpo" / "verl"
+    values = dict(o.lstrip("+").split("=", 1) for o in (cfg_dir / "overrides.txt").read_text().splitlines())
+    assert values["reward.custom_reward_function.reward_kwargs"] == "{reward:orm}"
+    assert values["trainer.experiment_name"] == "grpo-orm"  # not the default "grpo-dbs-crm"
+    data = cfg_dir / "grpo_train.orm.parquet"
+    assert values["data.train_files"] == values["data.val_files"] == str(data)
+    assert (m["reward"], m["prompt_format"], m["n_regular"], m["n_dbs"]) == ("orm", "vanilla", 8, 0)
+    original, rows = pd.read_parquet(grpo_parquet), pd.read_parquet(data)
+    assert list(rows.columns) == list(original.columns) and len(rows) == len(original)  # verl's schema
+    for prompt, rm, info in zip(rows["prompt"], rows["reward_model"], rows["extra_info"], strict=True):
+        flow = Flow.from_json(rm["ground_truth"])
+        assert [dict(x) for x in prompt] == vanilla_prompt("\n".join(flow.lines), flow.entry, flow.input)
+        assert info["reward"] == "orm" and info["prompt_format"] == "vanilla" and info["id"]
+    loop = json.loads(agent_loop_yaml(p)[2:])
+    assert (loop["n_regular"], loop["n_dbs"], loop["final_stop"]) == (8, 0, ["[/ANSWER]"])  # no DBS, vanilla stop
+    assert json.loads((cfg_dir / "agent_loop.yaml").read_text()[2:]) == loop
+    assert reward_kwargs(grpo_params({"reward": "whitebox", "whitebox": {"a": 0.25, "k": 3}})) == (
+        "++reward.custom_reward_function.reward_kwargs={reward:whitebox,whitebox:{a:0.25,k:3}}"
+    )
+    crm = grpo_params({"backend": "verl", "verl": {"dry_run": True}})  # crm: the parquet as contra_sft wrote it
+    run_grpo_verl("models/sft/merged", grpo_parquet, Path("models/crm"), crm)
+    crm_lines = (tmp_path / "models" / "crm" / "verl" / "overrides.txt").read_text().splitlines()
+    crm_values = dict(o.lstrip("+").split("=", 1) for o in crm_lines)
+    assert crm_values["data.train_files"] == str(grpo_parquet.resolve())
+    assert crm_values["reward.custom_reward_function.reward_kwargs"] == "{reward:crm,crm:{}}"
+    assert crm_values["trainer.experiment_name"] == "grpo-dbs-crm"
 
 
 def _actor(root: Path, step: int, world: int = 1, ranks: int | None = None) -> Path:

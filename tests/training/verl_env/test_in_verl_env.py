@@ -1,8 +1,11 @@
 """Run inside .venv-verl (tests/training/test_verl.py starts them there; elsewhere they skip), with the real
 Qwen2 tokenizer and verl's own entry points; only the vLLM server is scripted:
 
-- our overrides compose with verl's hydra config (CRM switches and absolute paths included);
-- verl's reward loader and its reward-loop worker load our reward file and score with the run's switches;
+- our overrides compose with verl's hydra config (the reward kind, CRM switches and absolute paths included);
+- verl's reward loader and its reward-loop worker load our reward file and score with the run's switches and
+  with the run's reward kind (``grpo.reward``: a baseline's reward on its own answer format);
+- a baseline reward (``orm``): verl's ``RLHFDataset`` reads its vanilla prompts from the parquet the launcher
+  writes, and the agent loop samples all 8 of a group regularly, stopped at ``[/ANSWER]``;
 - verl's ``AgentLoopWorker.generate_sequences`` runs the DBS agent loop on a batch that verl's
   ``RLHFDataset`` made from our GRPO parquet: a group of 4 regular + 4 DBS samples per prompt, trained ids
   equal to the sampled ids, both kinds ended alike, one seed per DBS request;
@@ -24,7 +27,7 @@ import pytest
 
 verl = pytest.importorskip("verl", reason="verl lives in .venv-verl (scripts/make_verl_env.sh)")
 
-from codethinker.contra.render import render_prompt, render_trace  # noqa: E402
+from codethinker.contra.render import render_prompt, render_trace, vanilla_prompt  # noqa: E402
 from codethinker.contra.tracer import Flow  # noqa: E402
 from codethinker.training.grpo import grpo_params  # noqa: E402
 from codethinker.training.grpo_verl import (  # noqa: E402
@@ -32,6 +35,7 @@ from codethinker.training.grpo_verl import (  # noqa: E402
     agent_loop_yaml,
     prompt_token_ids,
     verl_overrides,
+    write_reward_data,
 )
 
 from ..tinydata import truths, write_grpo_parquet  # noqa: E402
@@ -70,14 +74,22 @@ def tiny_policy(tmp_path_factory, tokenizer_dir) -> Path:
 
 
 def test_prompt_token_ids_are_token_ids_under_verls_transformers(tokenizer_dir):
+    from types import SimpleNamespace
+
     from transformers import AutoTokenizer
+
+    from codethinker.training.verl_dbs import DBSAgentLoop
 
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     messages = render_prompt(Flow.from_json(truths()[0]))
-    ids = prompt_token_ids(tok, messages)
+    raw = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    assert list(raw) == ["input_ids", "attention_mask"]  # the trap: list() of verl's transformers' answer
     text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    assert ids == tok.encode(text, add_special_tokens=False)
-    assert all(type(i) is int for i in ids)
+    expected = tok.encode(text, add_special_tokens=False)
+    assert prompt_token_ids(tok, messages) == expected
+    loop = SimpleNamespace(tokenizer=tok, apply_chat_template_kwargs={})  # what AgentLoopBase sets
+    ids = asyncio.run(DBSAgentLoop._prompt_ids(loop, messages))  # the agent loop's own method
+    assert ids == expected and all(type(i) is int for i in ids)
 
 
 def test_overrides_compose_with_verls_config(tmp_path):
@@ -92,7 +104,10 @@ def test_overrides_compose_with_verls_config(tmp_path):
     assert list(cfg.trainer.logger) == ["console", "mlflow"] and cfg.trainer.nnodes == 2
     assert cfg.trainer.total_training_steps == 3 and cfg.trainer.resume_mode == "auto"
     assert cfg.reward.custom_reward_function.path.endswith("codethinker/rewards/verl_reward.py")
-    assert OmegaConf.to_container(cfg.reward.custom_reward_function.reward_kwargs) == {"crm": {"gate": False}}
+    assert OmegaConf.to_container(cfg.reward.custom_reward_function.reward_kwargs) == {
+        "reward": "crm",
+        "crm": {"gate": False},
+    }
     for path in (
         cfg.actor_rollout_ref.model.path,
         cfg.reward.custom_reward_function.path,
@@ -143,8 +158,10 @@ def _reward_loop_scores(cfg, tok, responses: list[str], truth: str) -> list[floa
     return [o["reward_score"] for o in out]
 
 
-def test_verls_reward_loop_scores_with_the_runs_switches(tmp_path, tokenizer_dir):
+def test_verls_reward_loop_scores_with_the_runs_switches(tmp_path, tokenizer_dir, monkeypatch):
     from transformers import AutoTokenizer
+
+    monkeypatch.delenv("CODETHINKER_CRM", raising=False)  # a Ray worker started by `ray start` has no such variable
 
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     t = truths()[1]
@@ -153,6 +170,28 @@ def test_verls_reward_loop_scores_with_the_runs_switches(tmp_path, tokenizer_dir
     ablated, _ = _compose(tmp_path, model=tokenizer_dir, crm={"orm": False})
     assert _reward_loop_scores(full, tok, [trace], t) == [4.0]
     assert _reward_loop_scores(ablated, tok, [trace], t) == [2.0]  # w/o ORM: R = alpha * R_proc
+
+
+def _vanilla_answer(truth: str, right: bool = True) -> str:
+    flow = Flow.from_json(truth)
+    value = flow.output_text if right else "None"
+    return f"[THOUGHT]\ntracing\n[/THOUGHT]\n[ANSWER]\nassert f({flow.input}) == {value}\n[/ANSWER]"
+
+
+def test_verls_reward_loop_scores_with_the_runs_reward_kind(tmp_path, tokenizer_dir):
+    from omegaconf import OmegaConf
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    t = truths()[1]
+    orm, _ = _compose(tmp_path, model=tokenizer_dir, reward="orm")
+    assert OmegaConf.to_container(orm.reward.custom_reward_function.reward_kwargs) == {"reward": "orm"}
+    answers = [_vanilla_answer(t), _vanilla_answer(t, right=False), "junk"]
+    assert _reward_loop_scores(orm, tok, answers, t) == [2.0, 0.0, 0.0]  # CodeReasoner: 2 iff valid and right
+    crm, _ = _compose(tmp_path, model=tokenizer_dir, crm={})
+    assert _reward_loop_scores(crm, tok, answers[:1], t) == [0.0]  # the same answer is no ConTra trace
+    wb, _ = _compose(tmp_path, model=tokenizer_dir, reward="whitebox", whitebox={"a": 0.5, "k": 2})
+    assert _reward_loop_scores(wb, tok, answers[:1], t) == [1.0]  # io without white-box answers: 2 * 0.5
 
 
 class _Server:
@@ -294,6 +333,38 @@ def test_responses_cut_at_the_length_limit_get_no_end_token(tmp_path, tiny_polic
     im_end = tok.convert_tokens_to_ids(IM_END)
     for _, response, _ in samples:
         assert 0 < len(response) <= 24 and im_end not in response
+
+
+@pytest.mark.slow
+def test_a_baseline_reward_rolls_out_its_own_prompts_all_regular(tmp_path, tiny_policy):
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.utils import hf_tokenizer
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+
+    cfg, _ = _compose(tmp_path, model=tiny_policy, reward="orm")
+    data = write_reward_data(tmp_path / "grpo.parquet", tmp_path / "verl", grpo_params({**PARAMS, "reward": "orm"}))
+    tok = hf_tokenizer(str(tiny_policy))
+    ds = RLHFDataset(data_files=[str(data)], tokenizer=tok, config=cfg.data, processor=None)
+    rows = [ds[0], ds[1]]
+    prompts = []
+    for r in rows:
+        truth = r["reward_model"]["ground_truth"]
+        flow = Flow.from_json(truth)
+        assert list(r["raw_prompt"]) == vanilla_prompt("\n".join(flow.lines), flow.entry, flow.input)
+        prompts.append((prompt_token_ids(tok, list(r["raw_prompt"])), _vanilla_answer(truth) + "\nmore", truth))
+    server = _Server(tok, [(ids, answer) for ids, answer, _ in prompts])
+    batch = DataProto.from_single_dict(collate_fn(rows))
+    batch.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in rows], dtype=object)
+    batch = batch.repeat(repeat_times=8, interleave=True)
+    out = asyncio.run(AgentLoopWorker(cfg, llm_client=server).generate_sequences(batch))
+    assert list(out.non_tensor_batch["dbs"]) == [0] * 16  # 8 regular samples per prompt, no DBS tree
+    assert len(server.calls) == 16 and all(c["params"]["stop"] == ["[/ANSWER]"] for c in server.calls)
+    width = out.batch["prompts"].shape[1]
+    for i in range(len(out)):
+        response = out.batch["responses"][i][: int(out.batch["attention_mask"][i][width:].sum())].tolist()
+        text = tok.decode(response, skip_special_tokens=True)
+        assert text == _vanilla_answer(prompts[i // 8][2])  # cut at the stop string, kept
 
 
 @pytest.mark.slow
