@@ -351,8 +351,9 @@ def gpu_memory_need(
 
 def verl_python(env: Mapping[str, str], root: Path) -> str:
     """The verl environment's interpreter, as :func:`codethinker.training.grpo_verl.verl_python`
-    finds it (``$VERL_PYTHON``, else ``.venv-verl/bin/python``), relative to ``root``."""
-    return env.get("VERL_PYTHON") or str((root / ".venv-verl" / "bin" / "python").resolve())
+    finds it (``$VERL_PYTHON``, else ``.venv-verl/bin/python``), relative to ``root``; absolute but
+    not resolved (a venv's python is a symlink to the base interpreter, which lacks the venv)."""
+    return env.get("VERL_PYTHON") or str((root / ".venv-verl" / "bin" / "python").absolute())
 
 
 # --- the plan: which checks this profile needs ------------------------------------------------

@@ -500,6 +500,23 @@ def test_verl_python_is_found_as_the_grpo_stage_finds_it(tmp_path: Path, monkeyp
     assert verl_python(os.environ, tmp_path) == grpo_verl.verl_python() == "/opt/verl/bin/python"
 
 
+def test_the_verl_python_runs_inside_its_venv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A venv's ``bin/python`` is a symlink to the base interpreter; resolving it ran verl's stage and
+    this check outside the venv (``No module named 'verl'`` with verl installed). Regression test."""
+    import subprocess
+    import venv
+
+    from codethinker.training import grpo_verl
+
+    venv.EnvBuilder(symlinks=True).create(tmp_path / ".venv-verl")
+    assert (tmp_path / ".venv-verl" / "bin" / "python").is_symlink()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VERL_PYTHON", raising=False)
+    for python in (verl_python({}, tmp_path), grpo_verl.verl_python()):
+        prefix = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True)
+        assert Path(prefix.stdout.strip()) == tmp_path / ".venv-verl"
+
+
 @pytest.mark.parametrize(
     ("answer", "status", "needle"),
     [

@@ -272,8 +272,9 @@ def verl_overrides(
 
 
 def verl_python(python: str | None = None) -> str:
-    """The verl environment's interpreter: ``python``, ``$VERL_PYTHON`` or ``.venv-verl/bin/python``."""
-    return python or os.environ.get("VERL_PYTHON") or str(Path(".venv-verl/bin/python").resolve())
+    """The verl environment's interpreter: ``python``, ``$VERL_PYTHON`` or ``.venv-verl/bin/python``
+    (absolute, not resolved: a venv's python is a symlink to the base interpreter, outside the venv)."""
+    return python or os.environ.get("VERL_PYTHON") or str(Path(".venv-verl/bin/python").absolute())
 
 
 def verl_command(overrides: list[str], python: str | None = None) -> list[str]:
