@@ -3,7 +3,7 @@
     python -m stages.bootstrap            # -> models/base (weights, tokenizer, ChatML template)
 
 Reads ``bootstrap`` (shape, tokenizer) and ``base``. ``tokenizer: train`` learns a byte-level BPE
-of ``vocab_size`` tokens (merges stop at newlines and digits: ``bpe_split``) on the SFT rows
+of ``vocab_size`` tokens (pre-tokenized as ``bpe_split`` says) on the SFT rows
 (``data/contra_sft/sft.jsonl``, prompts and traces: the training split only, never a held-out or
 benchmark program); ``tokenizer: mirror`` copies the real
 Qwen2 tokenizer from ``base.tokenizer_mirror``. ``model.base`` (used by sft/grpo/train_eval)
@@ -40,7 +40,7 @@ def main() -> None:
         texts = list(corpus_texts(CORPUS))
         if not texts:
             raise SystemExit(f"bootstrap: {CORPUS} has no rows to train the tokenizer on (run contra_sft first)")
-        tokenizer = train_bpe(texts, int(p.get("vocab_size", 1024)), str(p.get("bpe_split", "line")))
+        tokenizer = train_bpe(texts, int(p.get("vocab_size", 1024)), str(p.get("bpe_split", "word")))
     elif kind == "mirror":
         tokenizer = Path(os.environ.get("CODETHINKER_TOKENIZER") or base.get("tokenizer_mirror", ""))
         if not (tokenizer / "vocab.json").is_file() and not (tokenizer / "tokenizer.json").is_file():

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHATML_TEMPLATE", "TinyShape", "build_tiny_model"]
+__all__ = ["CHATML_TEMPLATE", "TinyShape", "build_tiny_model", "check_reload"]
 
 # Qwen2's ChatML, without Qwen2.5-Instruct's default system prompt.
 CHATML_TEMPLATE = (
@@ -59,6 +59,28 @@ def load_tokenizer(tokenizer_dir: Path) -> Any:
     if tok.pad_token is None:
         tok.pad_token = "<|endoftext|>"
     return tok
+
+
+PROBE = (
+    "[CODE]\n[LINENO 0]    def f(nums):\n[LINENO 1]        total = sum(nums) + 12\n[/CODE]\n\n"
+    "Input: f([3, 40])\n[TRACE]\n[LOCALS]\n{'nums': [3, 40], 'total': 55}\n[/LOCALS]\n"
+    "[RETURN]\nassert f([3, 40]) == 55\n[/RETURN]\n[/TRACE]"
+)
+
+
+def check_reload(tok: Any, folder: Path) -> None:
+    """Raise unless ``AutoTokenizer`` loads ``folder``'s tokenizer as it was trained: transformers 5
+    loads a tokenizer beside a ``qwen2`` config as ``Qwen2Tokenizer`` with Qwen2's own pre-tokenizer,
+    and TRL and vLLM load it that way (a line-split BPE came back 2.5x longer, its merges unused)."""
+    from transformers import AutoTokenizer
+
+    back = AutoTokenizer.from_pretrained(str(folder))
+    if back(PROBE).input_ids != tok(PROBE).input_ids:
+        raise ValueError(
+            f"{folder}: the saved tokenizer loads as {type(back).__name__} and splits text differently "
+            f"({len(back(PROBE).input_ids)} tokens instead of {len(tok(PROBE).input_ids)} for a ConTra "
+            "snippet); train it with bootstrap.bpe_split: word"
+        )
 
 
 def build_tiny_model(out_dir: Path, tokenizer: Path | Any, seed: int = 0, **shape: Any) -> Path:
@@ -103,6 +125,8 @@ def build_tiny_model(out_dir: Path, tokenizer: Path | Any, seed: int = 0, **shap
     )
     model.save_pretrained(str(out_dir), safe_serialization=True)
     tok.save_pretrained(str(out_dir))
+    if not from_dir:
+        check_reload(tok, out_dir)
     meta: dict[str, Any] = {
         "seed": seed,
         "shape": asdict(spec),

@@ -5,13 +5,15 @@ A policy trained from scratch on two CPU cores cannot afford Qwen2's 151,936-tok
 tokens learned from the SFT rows covers the ConTra tags, Python and the digits. Digits are split
 one per token (as Qwen2 does), so every number is spelled the same way.
 
-``split="line"`` (the default) lets merges cross spaces and stop only at a newline or a digit, so a
-frequent code fragment such as ``]        return `` or ``w.count('`` becomes one token: a trace of
-the generated programs is about half as many tokens as with GPT-2's word split (``split="word"``),
-which halves the steps a tiny model must copy a code line in and doubles the rows per second it
-trains on. The prompt's ``Input: `` and the answer's ``assert `` are pieces of their own, so the call
-``f(...)`` is the same tokens in both places and copying it needs no more than copying a code line
-(a model copies by matching a token it has seen before). Saved as a transformers
+``split="word"`` (the default) pre-tokenizes as Qwen2 does (words, single digits): transformers 5
+loads any tokenizer saved beside a ``qwen2`` model config as ``Qwen2Tokenizer``, which rebuilds
+Qwen2's pre-tokenizer whatever the saved ``tokenizer.json`` says, so only merges learned on the same
+pieces are used as trained (:func:`~codethinker.training.bootstrap.build_tiny_model` checks this).
+``split="line"`` lets merges cross spaces and stop only at a newline or a digit (``]        return ``
+becomes one token; a generated program's trace is about 160 tokens instead of 304), and the prompt's
+``Input: `` and the answer's ``assert `` are pieces of their own, so the call ``f(...)`` is the same
+tokens in both places. It halves the sequence a tiny model trains on, but it survives saving only
+for a model type whose tokenizer class transformers does not force (not ``qwen2``). Saved as a transformers
 fast tokenizer with ChatML's special tokens and template, so transformers, TRL and vLLM load it
 with ``AutoTokenizer.from_pretrained`` like any hub tokenizer.
 
@@ -20,7 +22,8 @@ with ``AutoTokenizer.from_pretrained`` like any hub tokenizer.
 'x = 12'
 >>> tok.convert_ids_to_tokens(tok("12").input_ids)
 ['1', '2']
->>> [tok.decode([i]) for i in tok("x = 1").input_ids]
+>>> line = train_bpe(["[TRACE]\\nx = 1\\n[/TRACE]"] * 50, vocab_size=300, split="line")
+>>> [line.decode([i]) for i in line("x = 1").input_ids]
 ['x = ', '1']
 """
 
@@ -37,9 +40,9 @@ MAX_TOKEN_CHARS = 48  # longest token the line split may learn
 CALL_PREFIXES = "Input: |assert "  # what precedes the call in the prompt and in RETURN (line split)
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int = 1024, split: str = "line") -> Any:
+def train_bpe(texts: Iterable[str], vocab_size: int = 1024, split: str = "word") -> Any:
     """A ``PreTrainedTokenizerFast`` (ChatML template, eos ``<|im_end|>``, pad ``<|endoftext|>``)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     from codethinker.training.bootstrap import CHATML_TEMPLATE
@@ -53,10 +56,15 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 1024, split: str = "line")
     if split == "line":
         call = pre_tokenizers.Split(Regex(CALL_PREFIXES), behavior="isolated")
         lines = pre_tokenizers.Split(Regex("\n"), behavior="isolated")
-        steps = [call, lines, digits, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
-    else:
-        steps = [digits, pre_tokenizers.ByteLevel(add_prefix_space=False)]
-    core.pre_tokenizer = pre_tokenizers.Sequence(steps)
+        steps = [call, lines, digits]
+    else:  # exactly what Qwen2Tokenizer rebuilds on loading (its regex splits digits one by one)
+        from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+        core.normalizer = normalizers.NFC()
+        steps = [pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated")]
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [*steps, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+    )
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

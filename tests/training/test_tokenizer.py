@@ -21,8 +21,8 @@ def tok():
 
 
 @pytest.fixture(scope="module")
-def word_tok():
-    return train_bpe(CORPUS, vocab_size=400, split="word")
+def line_tok():
+    return train_bpe(CORPUS, vocab_size=400, split="line")
 
 
 def test_specials_template_and_digits(tok):
@@ -54,24 +54,41 @@ def test_an_unknown_split_is_refused():
         train_bpe(CORPUS, vocab_size=400, split="char")
 
 
-def test_line_split_merges_across_spaces_but_not_newlines_or_digits(tok, word_tok):
+def test_line_split_merges_across_spaces_but_not_newlines_or_digits(line_tok, tok):
     line = "[LINENO 1]        return x + 1"
-    pieces = [tok.decode([i]) for i in tok(line).input_ids]
+    pieces = [line_tok.decode([i]) for i in line_tok(line).input_ids]
     assert "]        return x + " in pieces  # one token across the spaces
-    assert len(tok(CORPUS[0]).input_ids) < 0.7 * len(word_tok(CORPUS[0]).input_ids)
-    assert all("\n" not in p or p == "\n" for p in (tok.decode([i]) for i in tok(CORPUS[0]).input_ids))
-    assert [tok.decode([i]) for i in tok("f(2024)").input_ids][-5:] == ["2", "0", "2", "4", ")"]
+    assert len(line_tok(CORPUS[0]).input_ids) < 0.8 * len(tok(CORPUS[0]).input_ids)
+    assert all("\n" not in p or p == "\n" for p in (line_tok.decode([i]) for i in line_tok(CORPUS[0]).input_ids))
+    assert [line_tok.decode([i]) for i in line_tok("f(2024)").input_ids][-5:] == ["2", "0", "2", "4", ")"]
 
 
-def test_the_call_is_the_same_tokens_in_the_prompt_and_in_return(tok):
+def test_the_call_is_the_same_tokens_in_the_prompt_and_in_return(line_tok):
     """A model copies by matching tokens: ``Input: f(12)`` and ``assert f(12) == 13`` share ``f(``, 1, 2."""
-    prompt, answer = tok("Input: f(12)\n").input_ids, tok("assert f(12) == 13\n").input_ids
+    prompt, answer = line_tok("Input: f(12)\n").input_ids, line_tok("assert f(12) == 13\n").input_ids
     assert prompt[1:4] == answer[1:4]
-    assert [tok.decode([i]) for i in prompt[:1] + answer[:1]] == ["Input: ", "assert "]
+    assert [line_tok.decode([i]) for i in prompt[:1] + answer[:1]] == ["Input: ", "assert "]
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=80))
-def test_any_text_round_trips(tok, word_tok, s):
-    for t in (tok, word_tok):
+def test_any_text_round_trips(tok, line_tok, s):
+    for t in (tok, line_tok):
         assert t.decode(t(s, add_special_tokens=False).input_ids) == s
+
+
+@pytest.mark.slow
+def test_a_policy_folder_loads_the_word_split_as_trained_and_refuses_the_line_split(tmp_path):
+    """transformers 5 loads a tokenizer saved beside a qwen2 config as ``Qwen2Tokenizer`` with Qwen2's
+    pre-tokenizer: the line split came back 2.5x longer in the stop-18 run (its merges unused), so
+    bootstrap now checks the reload. Regression test."""
+    from transformers import AutoTokenizer
+
+    from codethinker.training.bootstrap import build_tiny_model
+
+    word = train_bpe(CORPUS, vocab_size=400)
+    build_tiny_model(tmp_path / "word", word, seed=0)
+    back = AutoTokenizer.from_pretrained(tmp_path / "word")
+    assert type(back).__name__ == "Qwen2Tokenizer" and back(CORPUS[0]).input_ids == word(CORPUS[0]).input_ids
+    with pytest.raises(ValueError, match="loads as Qwen2Tokenizer and splits text differently"):
+        build_tiny_model(tmp_path / "line", train_bpe(CORPUS, vocab_size=400, split="line"), seed=0)
