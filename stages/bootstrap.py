@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from codethinker.data.io import iter_jsonl
-from codethinker.params import by_profile, load_section
+from codethinker.params import load_section
 from codethinker.tracking import stage_run
 from codethinker.training.bootstrap import TinyShape, build_tiny_model
 from codethinker.training.tokenizer import train_bpe
@@ -35,7 +35,7 @@ def corpus_texts(path: Path):
 def main() -> None:
     p = load_section("bootstrap")
     base = p["base"]
-    kind = str(by_profile(p.get("tokenizer", "mirror"), base))
+    kind = str(p.get("tokenizer", "mirror"))
     if kind == "train":
         texts = list(corpus_texts(CORPUS))
         if not texts:
@@ -47,7 +47,7 @@ def main() -> None:
             raise SystemExit(f"bootstrap: no tokenizer files in {tokenizer} (set base.tokenizer_mirror)")
     else:
         raise SystemExit(f"bootstrap.tokenizer must be 'train' or 'mirror', got {kind!r}")
-    shape = by_profile(p.get("shape") or {}, base)
+    shape = p.get("shape") or {}
     unknown = set(shape) - set(TinyShape.__dataclass_fields__)
     if unknown:
         raise SystemExit(f"bootstrap.shape: unknown keys {sorted(unknown)}")

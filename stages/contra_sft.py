@@ -21,7 +21,7 @@ from codethinker.data.io import atomic_write, read_jsonl, write_json, write_json
 from codethinker.data.llm import ChatClient, ChatConfig
 from codethinker.data.sft import extract_traces, grpo_record, sft_record, split_by_function
 from codethinker.data.synth import sample_source
-from codethinker.params import by_profile, load_section
+from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
 IN = Path("data/dedup/samples.jsonl")
@@ -48,14 +48,14 @@ def split_synth(samples: list[dict], seed: int, n_eval: int, n_grpo: int) -> tup
 def run(params: dict) -> dict:
     base = params["base"]
     seed = int(base.get("seed", 0))
-    prompt = str(by_profile(params.get("prompt", "instruct"), base))
+    prompt = str(params.get("prompt", "instruct"))
     samples = read_jsonl(IN, {"id": str, "task_id": str, "truth": str})
     synth = [s for s in samples if sample_source(s) == "synth"]
-    split = by_profile(params.get("synth_split", {}), base) or {}
+    split = params.get("synth_split", {}) or {}
     synth_sft, synth_grpo, synth_eval = split_synth(synth, seed, int(split.get("eval", 0)), int(split.get("grpo", 0)))
     sft_half, grpo_half = split_by_function([s for s in samples if sample_source(s) == "leetcode"], seed)
     sft_half = synth_sft + sft_half
-    teacher = str(by_profile(params.get("teacher", "template"), base))
+    teacher = str(params.get("teacher", "template"))
     clients = []
     if teacher == "llm":
         cfg = ChatConfig.from_params(params.get("llm", {}))
@@ -70,7 +70,7 @@ def run(params: dict) -> dict:
             c.close()
     sft_rows = [sft_record(s, f, t, prompt) for s, f, t in zip(sft_half, flows, traces, strict=True) if t is not None]
     # Held-out GRPO prompts: whole functions, the first ones of the GRPO half's order.
-    n_eval = int(by_profile(params.get("eval_functions", 8), base))
+    n_eval = int(params.get("eval_functions", 8))
     grpo_fns = list(dict.fromkeys(s["task_id"] for s in grpo_half))
     held = set(grpo_fns[:n_eval])
     src = params.get("data_source", "leetcode_reasoning")

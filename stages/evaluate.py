@@ -21,7 +21,7 @@ from pathlib import Path
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.evaluation.benchmarks import BENCHMARKS, load_traced
 from codethinker.evaluation.harness import ModelSpec, eval_config, evaluate_model, model_problem
-from codethinker.params import by_profile, load_section
+from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
 TRUTH = Path("data/eval/truth")
@@ -64,13 +64,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.model not in models:
         raise SystemExit(f"evaluate: no model {args.model!r} in evaluate.models; known: {', '.join(models)}")
     item = models[args.model]
-    fmt = str(by_profile(item.get("format", "contra"), base))
+    fmt = str(item.get("format", "contra"))
     spec = ModelSpec(args.model, str(item["model"]), item.get("adapter"), fmt)
     problem = model_problem(spec)
     if problem:
         raise SystemExit(f"evaluate: {problem}")
     config = eval_config(params, base)
-    engine = {k: by_profile(v, base) for k, v in (params.get("engine") or {}).items()}
+    engine = dict(params.get("engine") or {})
     backend = engine.pop("backend", "vllm")
     pred_dir, metrics_dir = Path("data/eval") / spec.name, Path("metrics/eval") / spec.name
     run_params = {

@@ -14,7 +14,7 @@ from pathlib import Path
 from codethinker.data.inputs import generate, select_functions
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
 from codethinker.data.llm import ChatClient, ChatConfig
-from codethinker.params import by_profile, load_section
+from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
 IN = Path("data/ast_filter/functions.jsonl")
@@ -26,7 +26,7 @@ FIELDS = {"task_id": str, "entry": str, "code": str, "params": list, "annotation
 def run(params: dict) -> dict:
     base = params["base"]
     functions = read_jsonl(IN, FIELDS)
-    limit = by_profile(params.get("functions", 0), base)
+    limit = params.get("functions", 0)
     chosen = select_functions(functions, int(limit or 0), int(base.get("seed", 0)))
     backend = params.get("backend", "mutate")
     client = None

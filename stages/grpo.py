@@ -22,7 +22,6 @@ from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.params import load_section, policy_model, trace_thoughts
 from codethinker.tracking import stage_run
-from codethinker.training.common import resolve_profile
 from codethinker.training.grpo import grpo_params
 
 METRICS, PLOT = Path("metrics/grpo.json"), Path("plots/grpo_reward.csv")
@@ -31,7 +30,6 @@ METRICS, PLOT = Path("metrics/grpo.json"), Path("plots/grpo_reward.csv")
 def main() -> None:
     section = load_section("grpo")
     base = section.pop("base")
-    section = resolve_profile(section, base)
     data, out = Path(section.pop("data")), Path(section.pop("out"))
     model = str(section.pop("init", None) or policy_model())
     if section.get("seed") is None:  # grpo.seed: null -> base.seed

@@ -16,7 +16,7 @@ from pathlib import Path
 from codethinker.data.io import write_json
 from codethinker.params import load_section, policy_model
 from codethinker.tracking import stage_run
-from codethinker.training.common import LoRAParams, from_dict, resolve_profile
+from codethinker.training.common import LoRAParams, from_dict
 from codethinker.training.sft import SFTParams, run_sft
 
 METRICS, PLOT = Path("metrics/sft.json"), Path("plots/sft_loss.csv")
@@ -25,7 +25,6 @@ METRICS, PLOT = Path("metrics/sft.json"), Path("plots/sft_loss.csv")
 def main() -> None:
     section = load_section("sft")
     base = section.pop("base")
-    section = resolve_profile(section, base)
     data, out = Path(section.pop("data")), Path(section.pop("out"))
     model = str(section.pop("model", None) or policy_model())
     section.setdefault("seed", int(base.get("seed", 0)))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.synth import generate
-from codethinker.params import by_profile, load_section
+from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
 OUT = Path("data/synth/inputs.jsonl")
@@ -37,7 +37,7 @@ def records(n: int, seed: int, max_statements: int = 3, max_params: int = 2) -> 
 def main() -> None:
     params = load_section("synth")
     base = params["base"]
-    n = int(by_profile(params.get("programs", 0), base) or 0)
+    n = int(params.get("programs", 0) or 0)
     seed = int(params.get("seed", 0)) + int(base.get("seed", 0))
     with stage_run("synth", params) as tracked:
         recs = records(n, seed, int(params.get("max_statements", 3)), int(params.get("max_params", 2)))

@@ -19,7 +19,7 @@ from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.params import load_section, policy_model, trace_thoughts
 from codethinker.tracking import stage_run
-from codethinker.training.common import from_dict, resolve_profile
+from codethinker.training.common import from_dict
 from codethinker.training.grpo import load_grpo_rows
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
 from codethinker.training.train_eval import EvalParams, run_train_eval
@@ -31,7 +31,6 @@ SOURCES = ("synth", "leetcode")
 def main() -> None:
     section = load_section("train_eval")
     base = section.pop("base")
-    section = resolve_profile(section, base)
     data = Path(section.pop("data"))
     models = dict(section.pop("models"))
     models["before_sft"] = models.get("before_sft") or policy_model()

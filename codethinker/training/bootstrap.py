@@ -75,10 +75,11 @@ def check_reload(tok: Any, folder: Path) -> None:
     from transformers import AutoTokenizer
 
     back = AutoTokenizer.from_pretrained(str(folder))
-    if back(PROBE).input_ids != tok(PROBE).input_ids:
+    got, want = back(PROBE).input_ids, tok(PROBE).input_ids
+    if got != want:
         raise ValueError(
             f"{folder}: the saved tokenizer loads as {type(back).__name__} and splits text differently "
-            f"({len(back(PROBE).input_ids)} tokens instead of {len(tok(PROBE).input_ids)} for a ConTra "
+            f"({len(got)} tokens instead of {len(want)} for a ConTra "
             "snippet); train it with bootstrap.bpe_split: word"
         )
 

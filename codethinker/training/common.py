@@ -29,7 +29,6 @@ __all__ = [
     "hash_files",
     "last_checkpoint",
     "precision",
-    "resolve_profile",
 ]
 
 T = TypeVar("T")
@@ -68,16 +67,6 @@ def from_dict(cls: type[T], d: dict[str, Any] | None, *, nested: dict[str, type]
         if key in d and isinstance(d[key], dict):
             d[key] = from_dict(sub, d[key])
     return cls(**d)
-
-
-def resolve_profile(d: Any, base: dict[str, Any]) -> Any:
-    """Apply :func:`codethinker.params.by_profile` at every level of a params section."""
-    from codethinker.params import by_profile
-
-    d = by_profile(d, base)
-    if isinstance(d, dict):
-        return {k: resolve_profile(v, base) for k, v in d.items()}
-    return d
 
 
 def precision() -> dict[str, Any]:
