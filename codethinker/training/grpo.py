@@ -33,6 +33,7 @@ __all__ = [
     "grpo_params",
     "load_grpo_rows",
     "resolve_budget",
+    "resolve_model_len",
     "resolve_reward",
     "with_reward_prompts",
 ]
@@ -70,7 +71,13 @@ class GRPOParams:
         default=None, metadata={"help": "train on prompts of these sources only (synth, leetcode; None: all)"}
     )
     max_prompt_tokens: int = field(default=2048, metadata={"help": "drop prompts longer than this"})
-    max_model_len: int = field(default=4096, metadata={"help": "vLLM context (prompt + response)"})
+    max_model_len: int | str = field(
+        default="auto",
+        metadata={
+            "help": "vLLM context in tokens: auto = max_prompt_tokens + rollout.max_completion_tokens; a number "
+            "must be at least that (a shorter context would cut completions before their budget)"
+        },
+    )
     prompts_per_step: int = field(default=2, metadata={"help": "prompts (groups) per optimizer step"})
     micro_batch: int = field(default=4, metadata={"help": "sequences per forward/backward"})
     learning_rate: float = field(default=1e-5, metadata={"help": "learning rate (constant)"})
@@ -90,9 +97,17 @@ class GRPOParams:
     vllm_kv_cache_gib: float | str | None = field(
         default="auto",
         metadata={
-            "help": "KV cache of the vLLM CPU build, in GiB: auto = room for prompts_per_step x group sequences "
-            "of max_model_len tokens (from the model's config.json, +20%, >= 0.25 GiB); a number = that many; "
-            "null = vLLM's share of RAM (vllm_gpu_memory_utilization, 0.15). Not used on a GPU"
+            "help": "vLLM's KV cache in GiB. CPU: auto = room for prompts_per_step x group sequences of "
+            "max_model_len tokens (from the model's config.json, +20%, >= 0.25 GiB). GPU: auto = what one GPU "
+            "has left beside the training policy, up to that need (codethinker.training.gpu_memory). A number = "
+            "that many; null = vLLM's share of memory (vllm_gpu_memory_utilization)"
+        },
+    )
+    vllm_sleep: bool = field(
+        default=False,
+        metadata={
+            "help": "GPU: vLLM's sleep mode (level 1) while the policy trains: its weights move to CPU memory "
+            "and its KV cache is freed after each rollout, so the update can use that memory. Ignored on CPU"
         },
     )
     trace_thoughts: bool = field(
@@ -121,6 +136,8 @@ class GRPOParams:
         from codethinker.engines.kv_cache import parse_kv_setting
 
         parse_kv_setting(self.vllm_kv_cache_gib, "grpo.vllm_kv_cache_gib")
+        if self.max_model_len != "auto" and not (isinstance(self.max_model_len, int) and self.max_model_len > 0):
+            raise ValueError(f"grpo.max_model_len must be auto or a number of tokens, got {self.max_model_len!r}")
         self.reward_spec()  # a misspelled reward, whitebox setting or CRM switch stops here
 
     def reward_spec(self) -> Any:
@@ -237,6 +254,26 @@ def load_grpo_rows(
         <= p.max_prompt_tokens
     ]
     return kept, len(rows) - len(kept)
+
+
+def resolve_model_len(p: GRPOParams) -> GRPOParams:
+    """``max_model_len: auto`` -> ``max_prompt_tokens`` + the (resolved) completion budget; a number
+    below that is an error, not a silent cut of every long completion.
+
+    >>> p = GRPOParams(max_prompt_tokens=100, rollout=RolloutParams(max_completion_tokens=400))
+    >>> resolve_model_len(p).max_model_len
+    500
+    """
+    need = p.max_prompt_tokens + int(p.rollout.max_completion_tokens)
+    if p.max_model_len == "auto":
+        return dataclasses.replace(p, max_model_len=need)
+    if int(p.max_model_len) < need:
+        raise ValueError(
+            f"grpo.max_model_len {p.max_model_len} < grpo.max_prompt_tokens {p.max_prompt_tokens} + "
+            f"grpo.rollout.max_completion_tokens {p.rollout.max_completion_tokens}: completions would be cut "
+            "before their budget; set grpo.max_model_len: auto"
+        )
+    return p
 
 
 def resolve_budget(p: GRPOParams, model: str | Path, rows: list[dict[str, Any]]) -> GRPOParams:

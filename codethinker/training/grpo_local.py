@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -35,12 +36,13 @@ from codethinker.training.grpo import (
     GRPOParams,
     load_grpo_rows,
     resolve_budget,
+    resolve_model_len,
     resolve_reward,
     with_reward_prompts,
 )
 from codethinker.training.rollout import Rollout, make_engine, prompt_key
 
-__all__ = ["CRMRewardFunc", "RewardFunc", "make_grpo_trainer", "run_grpo_local"]
+__all__ = ["CRMRewardFunc", "RewardFunc", "gpu_kv_cache_gib", "make_grpo_trainer", "run_grpo_local"]
 
 TIMING = ("step_s", "rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s", "update_s")
 PLOT_COLUMNS = [
@@ -147,6 +149,47 @@ class RewardFunc:
 CRMRewardFunc = RewardFunc  # the name before the reward became a switch (crm is the default kind)
 
 
+def gpu_kv_cache_gib(p: GRPOParams, model: str | Path, total_bytes: int | None = None) -> float | str | None:
+    """``grpo.vllm_kv_cache_gib`` for the engine: on a CUDA GPU with ``auto``, the KV cache that
+    :func:`~codethinker.training.gpu_memory.plan_local_gpu` leaves vLLM beside the training policy
+    (its breakdown printed; :class:`~codethinker.training.gpu_memory.GPUMemoryError` when they cannot
+    share the GPU); otherwise the param as it is (the CPU build sizes its own, ``engines.kv_cache``).
+    ``total_bytes``: the GPU's memory (default: what CUDA reports for device 0)."""
+    from codethinker.training.gpu_memory import GIB, GPUMemoryError, ModelShape, plan_local_gpu
+
+    if p.vllm_kv_cache_gib != "auto":
+        return p.vllm_kv_cache_gib
+    if total_bytes is None:
+        import torch
+
+        if not torch.cuda.is_available():
+            return p.vllm_kv_cache_gib
+        total_bytes = int(torch.cuda.get_device_properties(0).total_memory)
+    from transformers import AutoConfig
+
+    plan = plan_local_gpu(
+        ModelShape.from_config(AutoConfig.from_pretrained(str(model)).to_dict()),
+        total_bytes=total_bytes,
+        max_model_len=int(p.max_model_len),
+        max_completion_tokens=int(p.rollout.max_completion_tokens),
+        rollout_seqs=p.rollout_seqs,
+        micro_batch=p.micro_batch,
+        lora_r=p.lora.r,
+        targets=p.lora.target_modules,
+        checkpointing=p.gradient_checkpointing,
+        sleep=p.vllm_sleep,
+    )
+    for line in plan.lines():
+        print(f"grpo GPU memory: {line}", file=sys.stderr, flush=True)
+    if not plan.fits:
+        raise GPUMemoryError(
+            "grpo (local backend): the policy and vLLM do not fit one GPU: "
+            + "; ".join(plan.lines())
+            + ". Lower grpo.micro_batch or grpo.max_prompt_tokens, set grpo.vllm_sleep: true, or use grpo.backend: verl"
+        )
+    return plan.kv_bytes / GIB
+
+
 def make_grpo_trainer(
     model: str | Path,
     rows: list[dict[str, Any]],
@@ -163,7 +206,7 @@ def make_grpo_trainer(
     from trl import GRPOConfig, GRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL 1.16
-    p = resolve_reward(p)
+    p = resolve_model_len(resolve_reward(p))
     rows = with_reward_prompts(rows, p.reward_spec())
     r = p.rollout
     g = r.group
@@ -207,7 +250,8 @@ def make_grpo_trainer(
         seed=p.seed,
         max_model_len=p.max_model_len,
         gpu_memory_utilization=p.vllm_gpu_memory_utilization,
-        kv_cache_gib=p.vllm_kv_cache_gib,
+        kv_cache_gib=gpu_kv_cache_gib(p, model) if p.rollout_engine != "hf" else p.vllm_kv_cache_gib,
+        sleep_mode=p.vllm_sleep,
         max_num_seqs=p.rollout_seqs,
         kv_params=p.kv_params(),
     )
@@ -250,7 +294,7 @@ def run_grpo_local(
     rows, dropped = load_grpo_rows(data, model, p)
     if not rows:
         raise ValueError(f"{data}: no GRPO prompts left (sources={p.sources}, max_prompts={p.max_prompts})")
-    p = resolve_budget(p, model, rows)
+    p = resolve_model_len(resolve_budget(p, model, rows))
     rows_hash = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]  # the rows it trains on
     fingerprint = {
         "params": asdict(p),

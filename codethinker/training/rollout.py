@@ -66,6 +66,7 @@ def make_engine(
     max_model_len: int = 4096,
     gpu_memory_utilization: float | None = None,
     kv_cache_gib: float | str | None = "auto",
+    sleep_mode: bool = False,
     max_num_seqs: int | None = None,
     kv_params: Any = None,
     seed: int = 0,
@@ -74,7 +75,8 @@ def make_engine(
 
     vLLM's CPU build gets a KV cache of ``kv_cache_gib`` (``auto``: room for ``max_num_seqs``
     sequences of ``max_model_len`` tokens; :mod:`codethinker.engines.kv_cache`), ``kv_params``
-    (a :class:`~codethinker.engines.kv_cache.KVParamNames`) names the params in its errors."""
+    (a :class:`~codethinker.engines.kv_cache.KVParamNames`) names the params in its errors; on a GPU a
+    number is that many GiB and ``sleep_mode`` lets :class:`Rollout` put vLLM to sleep between rollouts."""
     if kind == "auto":
         try:
             import vllm  # noqa: F401
@@ -92,6 +94,7 @@ def make_engine(
             max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization,
             kv_cache_gib=kv_cache_gib,
+            sleep_mode=sleep_mode,
             max_num_seqs=max_num_seqs,
             kv_params=kv_params,
             seed=seed,
@@ -242,9 +245,16 @@ class Rollout:
             if any(prompt_key(x) != prompt_key(grp[0]) for x in grp):
                 raise ValueError("rollout expects each prompt repeated once per generation, consecutively")
         t0 = time.perf_counter()
+        wake, sleep = (getattr(self.engine, name, None) for name in ("wake_up", "sleep"))
+        if wake:  # vLLM's sleep mode (grpo.vllm_sleep, GPU): weights back, a fresh KV cache
+            wake()
         self.sync(trainer)
         self.stats.sync_s += time.perf_counter() - t0
-        texts, comps = self.sample([grp[0] for grp in groups])
+        try:
+            texts, comps = self.sample([grp[0] for grp in groups])
+        finally:
+            if sleep:  # the update gets the memory of vLLM's weights and KV cache
+                sleep()
         prompt_ids, completion_ids, kinds = [], [], []
         cap = self.p.max_completion_tokens
         for text, row in zip(texts, comps, strict=True):

@@ -41,6 +41,19 @@ def test_offline_engine_contract(vllm_engine):
     assert g[0] == g[1] and g[0].finish_reason == "length"
 
 
+def test_sleep_mode_is_a_no_op_on_the_cpu_build(vllm_engine):
+    """grpo.vllm_sleep asks for sleep mode; vLLM has it on CUDA only, so the CPU build runs without it
+    and sleep/wake_up change nothing (the fixture is built with sleep_mode=True)."""
+    assert vllm_engine.sleep_mode is False
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "hi"}])
+    [before] = vllm_engine.continue_prefixes([prompt], 1, stop=[], max_tokens=5, temperature=0)
+    vllm_engine.sleep()
+    assert vllm_engine.asleep is False
+    vllm_engine.wake_up()
+    [after] = vllm_engine.continue_prefixes([prompt], 1, stop=[], max_tokens=5, temperature=0)
+    assert before[0].text == after[0].text
+
+
 def test_lora_swap_changes_the_policy(vllm_engine, tiny_model, tmp_path):
     prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "hi"}])
 
