@@ -16,7 +16,7 @@ __all__ = ["Completion", "Engine"]
 
 @dataclass(frozen=True)
 class Completion:
-    text: str  # the continuation only, including the matched stop string if any
+    text: str  # the continuation only: whole sampled tokens, so a matched stop string and the rest of its token
     n_tokens: int  # tokens generated for this continuation
     finish_reason: Literal["stop", "length"]  # stop string (or EOS) vs. max_tokens
 

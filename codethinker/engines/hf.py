@@ -3,8 +3,9 @@
 The fallback where vLLM does not run, and the engine that samples straight from a live training
 model (``HFEngine(model_obj, tokenizer)``: each call uses the weights as they are now). Stop
 strings are matched on the decoded text: generation stops once every sequence of the batch has
-one (``StoppingCriteria``), then each text is cut right after its first stop string (kept, as the
-contract says) and its token count is the shortest token prefix whose text contains it.
+one (``StoppingCriteria``), then each completion ends with the token that completes its first stop
+string: the stop string is kept, as the contract says, and so is the rest of that token (``]\n`` for
+the stop ``]``), so that a continuation of the text is encoded as it was sampled.
 
 >>> eng = HFEngine("models/base")  # doctest: +SKIP
 >>> eng.continue_prefixes([eng.apply_chat_template([{"role": "user", "content": "hi"}])], 2,
@@ -159,8 +160,11 @@ class HFEngine:
             ids = ids[: eos_at + 1]
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
         cut, matched = cut_at_stop(text, stop)
-        if matched is not None:
-            return Completion(text=cut, n_tokens=self._count_to(ids, cut), finish_reason="stop")
+        if matched is not None:  # whole tokens: a stop string can end inside one (``]`` of ``]\n``), and
+            # a continuation of a cut token's text would be tokenized differently from what was sampled
+            n = self._count_to(ids, cut)
+            whole = self.tokenizer.decode(ids[:n], skip_special_tokens=True)
+            return Completion(text=whole, n_tokens=n, finish_reason="stop")
         if eos_at is not None:
             return Completion(text=text, n_tokens=len(ids), finish_reason="stop")
         return Completion(text=text, n_tokens=len(ids), finish_reason="length" if len(ids) >= max_tokens else "stop")

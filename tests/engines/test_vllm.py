@@ -54,6 +54,30 @@ def test_sleep_mode_is_a_no_op_on_the_cpu_build(vllm_engine):
     assert before[0].text == after[0].text
 
 
+def test_a_stop_inside_a_token_keeps_the_whole_token_and_its_ids(vllm_engine):
+    """vLLM's own text stops at the stop string, inside a token (``]`` of ``]\n``); the engine returns
+    the whole token, remembers the sampled ids and continues the text from them (DBS's next block)."""
+    from .test_hf import mid_token_stop
+
+    tok = vllm_engine.tokenizer
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "def f(x):\n    return [x]\n"}])
+    [[free]] = vllm_engine.continue_prefixes([prompt], 1, stop=[], max_tokens=24, temperature=0)
+    ids = vllm_engine.sampled_ids(prompt + free.text)
+    p_ids = tok(prompt, add_special_tokens=False).input_ids
+    assert ids is not None and ids[: len(p_ids)] == p_ids and len(ids) == len(p_ids) + free.n_tokens
+    found = mid_token_stop(tok, ids[len(p_ids) :])
+    if found is None:
+        pytest.skip("the greedy continuation has no multi-character token")
+    stop, k = found
+    [[c]] = vllm_engine.continue_prefixes([prompt], 1, stop=[stop], max_tokens=24, temperature=0)
+    assert c.finish_reason == "stop" and c.n_tokens == k + 1 and c.text != stop
+    assert vllm_engine.sampled_ids(prompt + c.text) == ids[: len(p_ids) + k + 1]
+    [[rest]] = vllm_engine.continue_prefixes([prompt + c.text], 1, stop=[], max_tokens=4, temperature=0)
+    full = vllm_engine.sampled_ids(prompt + c.text + rest.text)
+    assert full[: len(p_ids) + k + 1] == ids[: len(p_ids) + k + 1]  # continued from the sampled ids
+    assert vllm_engine.sampled_ids("never returned") is None
+
+
 def test_lora_swap_changes_the_policy(vllm_engine, tiny_model, tmp_path):
     prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "hi"}])
 

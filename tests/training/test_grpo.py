@@ -59,6 +59,27 @@ def test_rollout_returns_regular_then_dbs_per_group():
         r([prompts[0]] * 4 + [prompts[1]], _trainer())
 
 
+class _IdsEngine(ScriptedEngine):
+    """A scripted engine that, like VLLMEngine, knows the ids it sampled for each text it returned."""
+
+    def sampled_ids(self, text):
+        return [ord(c) for c in text[:-1]] + [1000 + ord(text[-1])] if text.endswith("]") else None
+
+
+def test_rollout_trains_on_the_ids_the_engine_sampled():
+    """Re-encoding a completion's text can give other ids than the sampled ones (``]`` + ``\n`` vs
+    ``]\n``): the rollout takes the engine's ids where it has them, and re-encodes only otherwise."""
+    flows = [Flow.from_json(t) for t in truths()[:1]]
+    prompts = [render_prompt(f) for f in flows]
+    table = {prompt_key(prompts[0]): truths()[0]}
+    eng = _IdsEngine(lambda prefix, k, sid: ("[/TRACE]", 2, "stop") if k == 0 else ("[/TRACE]x", 2, "stop"))
+    r = Rollout("static", eng, _Tok(), table, RolloutParams(n_regular=2, n_dbs=0))
+    out = r([prompts[0]] * 2, _trainer())
+    first, second = out["completion_ids"]
+    assert first == [ord(c) for c in "[/TRACE"] + [1000 + ord("]"), -7]  # the engine's ids, then end of turn
+    assert second == [ord(c) for c in "[/TRACE]x"] + [-7]  # unknown to the engine: re-encoded
+
+
 class _CachedEngine(ScriptedEngine):
     """Counts 10 prompt tokens queried and 4 hit per sequence, as vLLM's prefix-cache counters would."""
 
