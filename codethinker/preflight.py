@@ -293,25 +293,14 @@ def is_hub_id(ref: str, root: Path, made_by_stages: Collection[str] = ()) -> boo
 
 def parameters_from_config(cfg: Mapping[str, Any]) -> float | None:
     """Parameter count of a dense decoder-only LM from its ``config.json`` (Qwen2/Qwen3/Llama
-    layout: gated MLP, grouped-query attention); None when the config is not of that kind."""
+    layout: gated MLP, grouped-query attention; :class:`codethinker.training.gpu_memory.ModelShape`);
+    None when the config is not of that kind."""
+    from codethinker.training.gpu_memory import ModelShape
+
     try:
-        h = int(cfg["hidden_size"])
-        layers = int(cfg["num_hidden_layers"])
-        inter = int(cfg["intermediate_size"])
-        vocab = int(cfg["vocab_size"])
-        heads = int(cfg["num_attention_heads"])
-    except (KeyError, TypeError, ValueError):
+        return float(ModelShape.from_config(cfg).parameters)
+    except ValueError:
         return None
-    if cfg.get("num_experts") or cfg.get("num_local_experts"):
-        return None  # mixture of experts: not this formula
-    kv = int(cfg.get("num_key_value_heads") or heads)
-    head_dim = int(cfg.get("head_dim") or h // heads)
-    attn = h * heads * head_dim + 2 * h * kv * head_dim + heads * head_dim * h
-    if cfg.get("attention_bias", cfg.get("model_type") == "qwen2"):
-        attn += heads * head_dim + 2 * kv * head_dim
-    layer = attn + 3 * h * inter + 2 * h
-    embeddings = vocab * h * (1 if cfg.get("tie_word_embeddings", False) else 2)
-    return float(layers * layer + embeddings + h)
 
 
 def gpu_memory_need(

@@ -33,19 +33,10 @@ from codethinker.preflight import (
     run_preflight,
     verl_python,
 )
+from codethinker.training.gpu_memory import QWEN25_CODER_7B  # config.json of the paper's policy
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 1024**3
-QWEN25_CODER_7B = {  # config.json of Qwen/Qwen2.5-Coder-7B-Instruct (the fields the count reads)
-    "model_type": "qwen2",
-    "hidden_size": 3584,
-    "intermediate_size": 18944,
-    "num_hidden_layers": 28,
-    "num_attention_heads": 28,
-    "num_key_value_heads": 4,
-    "vocab_size": 152064,
-    "tie_word_embeddings": False,
-}
 
 
 # --- a real HTTP server: an OpenAI-compatible /v1/models, the hub's API, raw data files ------------

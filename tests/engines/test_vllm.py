@@ -76,6 +76,8 @@ def test_a_stop_inside_a_token_keeps_the_whole_token_and_its_ids(vllm_engine):
     full = vllm_engine.sampled_ids(prompt + c.text + rest.text)
     assert full[: len(p_ids) + k + 1] == ids[: len(p_ids) + k + 1]  # continued from the sampled ids
     assert vllm_engine.sampled_ids("never returned") is None
+    vllm_engine.forget()  # what the GRPO rollout does after each step
+    assert vllm_engine.sampled_ids(prompt + c.text) is None
 
 
 def test_lora_swap_changes_the_policy(vllm_engine, tiny_model, tmp_path):

@@ -60,15 +60,8 @@ class TestModelShape:
     def test_parameters_and_lora_match_transformers_and_peft(self, tie: bool):
         transformers = pytest.importorskip("transformers")
         peft = pytest.importorskip("peft")
-        cfg = transformers.Qwen2Config(
-            hidden_size=64,
-            intermediate_size=96,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            vocab_size=300,
-            tie_word_embeddings=tie,
-        )
+        dims = {"hidden_size": 128, "intermediate_size": 160, "num_hidden_layers": 3, "num_attention_heads": 2}
+        cfg = transformers.Qwen2Config(**dims, num_key_value_heads=1, vocab_size=200, tie_word_embeddings=tie)
         model = transformers.Qwen2ForCausalLM(cfg)
         shape = ModelShape.from_config(cfg.to_dict())
         assert shape.parameters == model.num_parameters()
