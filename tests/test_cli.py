@@ -581,3 +581,17 @@ def test_preflight_as_a_real_process_without_unicode_output(tmp_path):
     )
     assert res.returncode == 1, res.stderr
     assert f"FAIL LLM endpoint {url}: unreachable" in res.stdout and "SKIP GPUs: not needed" in res.stdout
+
+
+def test_report_finds_dvc_beside_the_interpreter_without_path(monkeypatch, tmp_path):
+    """`codethinker report --exps auto` from a venv that is not activated: `dvc` is not on PATH (it
+    crashed with FileNotFoundError); the one beside the interpreter is used, else a clear error."""
+    from codethinker.evaluation.commands import CommandError, dvc_command
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    beside = Path(sys.executable).parent / "dvc"
+    if beside.is_file():
+        assert dvc_command() == str(beside)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    with pytest.raises(CommandError, match=r"no `dvc` was found \(make install\)"):
+        dvc_command()

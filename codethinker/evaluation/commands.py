@@ -143,6 +143,18 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def dvc_command() -> str:
+    """``dvc`` beside the running interpreter (the project's venv, also when it is not activated),
+    else on ``PATH``; a :class:`CommandError` that says how to get it otherwise."""
+    import shutil
+
+    here = Path(sys.executable).parent / "dvc"
+    found = str(here) if here.is_file() else shutil.which("dvc")
+    if not found:
+        raise CommandError("--exps auto runs `dvc exp show --json`, and no `dvc` was found (make install)")
+    return found
+
+
 def run_report(args: argparse.Namespace) -> int:
     from codethinker.evaluation import report
 
@@ -159,7 +171,7 @@ def run_report(args: argparse.Namespace) -> int:
         raise CommandError(f"no evaluation results in {args.source} (run `dvc repro` or `codethinker eval` first)")
     exps, raw = None, None
     if args.exps == "auto":
-        proc = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True, check=False)
+        proc = subprocess.run([dvc_command(), "exp", "show", "--json"], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise CommandError(f"`dvc exp show --json` failed: {proc.stderr.strip().splitlines()[-1:]}")
         raw = proc.stdout

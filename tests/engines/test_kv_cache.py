@@ -333,10 +333,19 @@ def test_cpu_engine_default_counts_vllms_256_sequences(fake_vllm, tmp_path):
     assert FakeLLM.made[-1]["kv_cache_memory_bytes"] == int(expected * GIB)
 
 
-def test_gpu_engine_keeps_the_share(fake_vllm, tmp_path, monkeypatch):
+def test_gpu_engine_keeps_the_share_for_auto_and_takes_a_number_in_gib(fake_vllm, tmp_path, monkeypatch):
+    """On a GPU, ``auto`` leaves vLLM its share (0.85); a number (the local GRPO backend's plan,
+    ``grpo.vllm_kv_cache_gib``) is that many GiB per GPU; sleep mode is asked for only there."""
     monkeypatch.setattr(fake_vllm, "on_cpu", lambda: False)
-    fake_vllm.VLLMEngine(write_config(tmp_path / "m"), kv_cache_gib=3)
+    model = write_config(tmp_path / "m")
+    fake_vllm.VLLMEngine(model)
     assert "kv_cache_memory_bytes" not in FakeLLM.made[-1] and FakeLLM.made[-1]["gpu_memory_utilization"] == 0.85
+    eng = fake_vllm.VLLMEngine(model, kv_cache_gib=3, sleep_mode=True)
+    assert FakeLLM.made[-1]["kv_cache_memory_bytes"] == 3 * GIB and FakeLLM.made[-1]["enable_sleep_mode"] is True
+    assert eng.sleep_mode
+    monkeypatch.setattr(fake_vllm, "on_cpu", lambda: True)
+    fake_vllm.VLLMEngine(model, sleep_mode=True)  # the CPU build has no sleep mode: not asked for
+    assert "enable_sleep_mode" not in FakeLLM.made[-1]
 
 
 def test_cpu_engine_refuses_before_start_when_the_node_lacks_memory(fake_vllm, tmp_path, monkeypatch):
