@@ -3,6 +3,8 @@ by transformers the usual way (what TRL and vLLM do)."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -73,8 +75,16 @@ def test_the_call_is_the_same_tokens_in_the_prompt_and_in_return(line_tok):
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=80))
 def test_any_text_round_trips(tok, line_tok, s):
-    for t in (tok, line_tok):
-        assert t.decode(t(s, add_special_tokens=False).input_ids) == s
+    """The line split is lossless; the word split normalizes to NFC first, as Qwen2's tokenizer does, so
+    it round-trips NFC text (a CJK compatibility ideograph such as U+F900 comes back as U+8C48)."""
+    assert line_tok.decode(line_tok(s, add_special_tokens=False).input_ids) == s
+    assert tok.decode(tok(s, add_special_tokens=False).input_ids) == unicodedata.normalize("NFC", s)
+
+
+def test_the_word_split_normalizes_like_qwen2():
+    """Regression (CI of stop 19): hypothesis found U+F900, which NFC maps to U+8C48."""
+    word = train_bpe(CORPUS, vocab_size=400)
+    assert word.decode(word("\uf900", add_special_tokens=False).input_ids) == "\u8c48"
 
 
 @pytest.mark.slow
