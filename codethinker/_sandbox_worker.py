@@ -92,6 +92,8 @@ PRELOAD_ALL = (
 RUNNERS: dict[str, Any] = {
     "call": "codethinker._sandbox_worker:run_call",
     "trace": "codethinker.contra.tracer:trace_runner",
+    "tests": "codethinker.evaluation.codegen_runner:tests_runner",
+    "reval": "codethinker.evaluation.reval_runner:reval_runner",
 }
 
 

@@ -30,7 +30,7 @@
 Optional ``flow:`` section of params.yaml (defaults shown)::
 
     flow:
-      gpu_stages: [sft, grpo, train_eval, evaluate]
+      gpu_stages: [sft, grpo, train_eval, evaluate, generalize]
       llm_uses_gpu: true      # LLM stages also take the GPU slot
       retries: 2              # for GPU/LLM stages; other stages fail at once (a bug, not bad luck)
       retry_delay_s: 60       # first retry; doubled each time
@@ -84,7 +84,7 @@ __all__ = [
 ]
 
 GPU_LIMIT = "codethinker-gpu"
-DEFAULT_GPU_STAGES = ("sft", "grpo", "train_eval", "evaluate")
+DEFAULT_GPU_STAGES = ("sft", "grpo", "train_eval", "evaluate", "generalize")
 LLM_KEYS = ("backend", "teacher", "engine")
 GPU_LEASE_S = 60.0  # a killed holder's slot is reclaimed about this long after it died (server mode)
 
@@ -202,7 +202,7 @@ def _uses_llm(section: Any, base: dict[str, Any]) -> bool:
 def classify(specs: list[StageSpec], params: dict[str, Any]) -> dict[str, dict[str, bool]]:
     """For each stage: ``gpu`` (takes the GPU slot), ``llm`` (calls an LLM), ``retry`` (gets retries).
 
-    GPU stages are ``flow.gpu_stages`` (default sft, grpo, train_eval, evaluate). LLM stages are
+    GPU stages are ``flow.gpu_stages`` (default sft, grpo, train_eval, evaluate, generalize). LLM stages are
     those whose params section has a ``*backend*``/``*teacher*``/``*engine*`` key set to ``llm``
     (for the current ``base.profile``), e.g. ``gen_inputs.backend: llm``, ``contra_sft.teacher: llm``.
     """

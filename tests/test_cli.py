@@ -402,6 +402,13 @@ def test_eval_numeric_options_are_checked(capsys, option, value):
     assert option in err
 
 
+def test_eval_unknown_bench_lists_both_kinds(capsys):
+    rc, out, err = run(capsys, "eval", "--model", "m", "--bench", "humaneval,nope")
+    assert rc == 2 and out == ""
+    one_line_error(err)
+    assert "'nope'" in err and "cruxeval," in err and "humaneval+" in err and "gsm8k" in err
+
+
 @pytest.mark.parametrize(
     ("edit", "field"),
     [

@@ -36,6 +36,7 @@ __all__ = [
     "sha256_file",
 ]
 
+_GH = "https://raw.githubusercontent.com"
 _LCD = "https://raw.githubusercontent.com/newfacade/LeetCodeDataset/182cd19fd53161efd70a1ef074fe1056b659bfa3"
 _CRUX = "https://raw.githubusercontent.com/facebookresearch/cruxeval/190faf16d175b5847b0af05d937872b1fb395942"
 _REVAL = "https://raw.githubusercontent.com/r-eval/REval/2f148b913deb4ae0e0ce41f0245ef35054ede8d6"
@@ -52,6 +53,35 @@ class SourceFile:
     mirror_path: str  # relative to the mirror folder
     url: str
     sha256: str
+
+
+_CRUXX = "https://raw.githubusercontent.com/CRUXEVAL-X/cruxeval-x/5c005eb77e88b593ffe8c81b89850dcb59249da4"
+_CRUXEVAL_X = {  # language -> sha256 (the mirror's PROVENANCE.md)
+    "cpp": "3c38b8d77e2f832d81bf696f441ada4f4b45edbbae9496934c317ef8d1d9c86c",
+    "cs": "7cfeb71da970fe1ade909ba5552b8394d67f65d661f2a87d1c7b574fc9c63288",
+    "d": "208350f679541b7acef078be0ca5ca69a70a0b392a75113a442e50781918bbde",
+    "go": "fc143cdb9b8d6ec5420fc7af935106f2e62e95895ef0b9ab642785b931f49b86",
+    "java": "5702d947aaac055885ff219e759a83b1459bf6494e6efa24e7841dc299a61420",
+    "jl": "0ded17af0b8c3dd88171bfc167ef52bee3b198fdcd83113eb6293875e70ad843",
+    "js": "5c4fa32ac9c639ff6d630e0dcb3aba899016428bcd660520c9913e21a5c20daa",
+    "lua": "e3c5b81f244e9e9c66ba1a1980c9fe189f0122dadb38d1b0425441cbb707db29",
+    "php": "6a9880b226f354778d4a6776d40a290e19e9e2803a48a482fcd8a3dfd1de7a2b",
+    "pl": "429b063a83080a09f5caf848d0ac16e6391a2ff99d7dc610437a026aac67484b",
+    "py": "7a0c363719dc5a5bbc4db3f008c92c3bedefc9a9bef34ec2754384719e36dcdd",
+    "r": "252b9b1122fe785c32e868c88ecfc3434b19853f78b796e5d0399a7213fe9633",
+    "rb": "71c2507145e762687a8d5e87004a2a5561efd98404b53e00460343b8a8b70094",
+    "rkt": "c3d44984f2db70cfc2989f648f31a16f4e6ee36819a805522786cd4d1c525a30",
+    "rs": "23a25d91609e93af19e626b69bb5fedf33a90432bef8e446f3ad753fd3a293b3",
+    "scala": "2267ef78b69c6f037404bdcf61133b78bcfa97f26c5a08d5fe462abc3f985ec1",
+    "sh": "8227a8a12d460656f0e4bf870d7980ad56ff806362a5e1142855b774c7308691",
+    "swift": "b592f265ca818c371a38d1fa504eca39e7e1561c4d1e12566a40e88f3b8f2d57",
+    "ts": "0f7d44ac2171257035897acd3797246c2fb8c46777cc10b0e6b74830c132c985",
+}
+
+
+def _cruxeval_x(lang: str, sha: str) -> SourceFile:
+    name = f"cruxeval_preprocessed/{lang}.jsonl"
+    return SourceFile(f"cruxeval-x/{lang}", f"cruxeval-x/{name}", f"{_CRUXX}/datasets/{name}", sha)
 
 
 def _lcd(version: str, split: str, sha: str) -> SourceFile:
@@ -76,6 +106,57 @@ SOURCES: dict[str, SourceFile] = {
             f"{_REVAL}/data/DREval_data.jsonl",
             "b8e72ef344cd575b220363e7a361e892ef2bdfcee1cab79f702d60e255844965",
         ),
+        # the generalization benchmarks (codethinker.evaluation.generalize)
+        SourceFile(
+            "humaneval",
+            "humaneval/HumanEval.jsonl.gz",
+            f"{_GH}/openai/human-eval/6d43fb980f9fee3c892a914eda09951f772ad10d/data/HumanEval.jsonl.gz",
+            "b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef",
+        ),
+        SourceFile(
+            "humaneval+",
+            "evalplus/HumanEvalPlus.jsonl.gz",
+            f"{_GH}/evalplus/humanevalplus_release/200defce9e3429d28ca215b6dd061c0f7f31c18b/HumanEvalPlus.jsonl.gz",
+            "272720b90ac375502c8ed23cd791c2a93dfb22a911641a494da74a426c09f101",
+        ),
+        SourceFile(
+            "mbpp+",
+            "evalplus/MbppPlus.jsonl.gz",
+            f"{_GH}/evalplus/mbppplus_release/dadf43da556a00f7bacd71cb154f2932757d9144/MbppPlus.jsonl.gz",
+            "af43697e8791c4c149bdfd6b489d8b5412507551ac20e28a439f650b8225db63",
+        ),
+        SourceFile(
+            "mbpp",
+            "mbpp/sanitized-mbpp.json",
+            f"{_GH}/google-research/google-research/master/mbpp/sanitized-mbpp.json",
+            "ca95deaa9a01ef0a6f439f88bcf0dd3db3563d22f22aad6cae04ebb9a8d8c8e9",
+        ),
+        SourceFile(
+            "gsm8k",
+            "gsm8k/test.jsonl",
+            f"{_GH}/openai/grade-school-math/3101c7d5072418e28b9008a6636bde82a006892c/grade_school_math/data/test.jsonl",
+            "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14",
+        ),
+        SourceFile(
+            "gsm-hard",
+            "gsm-hard/gsmhardv2.jsonl",
+            f"{_GH}/reasoning-machines/pal/f81ca2a9777f002f98a6b4d0f10b61bd5c8feb02/datasets/gsmhardv2.jsonl",
+            "2032b0188a49ac0ec38cbe1e695e7d62d6dddc44bbb64f920728aca710e9ddef",
+        ),
+        SourceFile(  # a Git LFS object upstream: the media URL serves its bytes
+            "math500",
+            "math500/test.jsonl",
+            "https://media.githubusercontent.com/media/openai/prm800k/7ecc794703b2877f63226f2477a49b34f9b25163/"
+            "prm800k/math_splits/test.jsonl",
+            "35dc41080a3680858b27fa7e0533d2d547825316fc5dafe5d316f4ccc5a06132",
+        ),
+        SourceFile(
+            "reval-tasks",
+            "reval/DREval_tasks.jsonl",
+            f"{_REVAL}/data/DREval_tasks.jsonl",
+            "a4fea071a4e3108ae00cc8a6a586505bff4237244b2dc8433b22303948fe7fa5",
+        ),
+        *(_cruxeval_x(lang, sha) for lang, sha in _CRUXEVAL_X.items()),
     ]
 }
 

@@ -3,6 +3,7 @@
     codethinker eval --model models/base --bench cruxeval --bench reval --runs 5 --limit 50
     codethinker eval --model Qwen/Qwen2.5-Coder-7B-Instruct --bench CRUXEval-O --format vanilla
     codethinker eval --model models/base --adapter models/sft/adapter --bench REval-FO
+    codethinker eval --model models/sft/merged --bench humaneval,mbpp+,gsm8k --runs 1 --limit 20
     codethinker report [--source metrics|mlflow] [--exps exps.json] [--out docs/results.md]
 
 Expected problems (an unknown benchmark, a missing model folder, an unreadable metrics file)
@@ -20,7 +21,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from codethinker.evaluation.harness import FORMATS
+from codethinker.evaluation.harness import FORMATS, ModelSpec
 
 __all__ = ["CommandError", "add_eval_arguments", "add_report_arguments", "run_eval", "run_report"]
 
@@ -35,7 +36,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         "--bench",
         action="append",
         required=True,
-        help="cruxeval | reval | livecodebench (or CRUXEval-O, REval-FO, LCB-O); repeat or comma-separate",
+        help="cruxeval | reval | livecodebench (or CRUXEval-O, REval-FO, LCB-O), or a generalization benchmark: "
+        "cruxeval-i | humaneval | humaneval+ | mbpp | mbpp+ | gsm8k | gsm-hard | math500 | lcb-cg; repeat or "
+        "comma-separate (--runs is the samples per problem there)",
     )
     p.add_argument("--adapter", help="LoRA adapter folder to apply on top of --model")
     p.add_argument(
@@ -67,6 +70,9 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         help="metrics/eval/<model>/<bench>.json files (default) or MLflow runs tagged eval.model",
     )
     p.add_argument("--metrics-dir", default="metrics/eval", help="folder of the evaluate stage's metrics")
+    p.add_argument(
+        "--general-dir", default="metrics/generalize", help="folder of the generalize stage's metrics (Table 4)"
+    )
     p.add_argument("--exps", help="JSON of `dvc exp show --json` for Table 2; `auto` runs that command here")
     p.add_argument("--params", default="params.yaml", help="params file used to spell the ablation commands")
     p.add_argument("--note", help="a paragraph printed under the title (e.g. which profile the runs used)")
@@ -91,11 +97,17 @@ def run_eval(args: argparse.Namespace) -> int:
     from codethinker.data.io import RecordError
     from codethinker.data.sources import SourceError
     from codethinker.evaluation import benchmarks as bm
-    from codethinker.evaluation.harness import EvalConfig, ModelSpec, evaluate_model, model_problem, one_line
+    from codethinker.evaluation import generalize as gz
+    from codethinker.evaluation.harness import EvalConfig, evaluate_model, model_problem, one_line
     from codethinker.tracking import stage_run
 
+    raw = list(dict.fromkeys(b.strip() for arg in args.bench for b in arg.split(",") if b.strip()))
+    general = [b.lower() for b in raw if gz.known(b)]
     try:
-        names = list(dict.fromkeys(bm.canonical_name(b) for arg in args.bench for b in arg.split(",") if b.strip()))
+        names = list(dict.fromkeys(bm.canonical_name(b) for b in raw if not gz.known(b)))
+    except ValueError as exc:
+        raise CommandError(f"{exc}; or a generalization benchmark: {', '.join(gz.NAMES)}") from None
+    try:
         config = EvalConfig(
             runs=args.runs, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit
         )
@@ -105,6 +117,11 @@ def run_eval(args: argparse.Namespace) -> int:
     if problem := model_problem(spec):
         raise CommandError(problem)
     mirror = _mirror(args.mirror)
+    out = Path(args.out or Path("eval_out") / spec.name)
+    if general:
+        _run_general(args, spec, general, mirror, out)
+    if not names:
+        return 0
     benches: dict = {}
     for name in names:
         try:
@@ -114,10 +131,7 @@ def run_eval(args: argparse.Namespace) -> int:
             benches[name] = str(exc)
         except (SourceError, RecordError) as exc:
             raise CommandError(str(exc)) from None
-    options = {"dtype": args.dtype, "max_model_len": args.max_model_len}
-    if args.backend == "vllm" and args.eager:
-        options["enforce_eager"] = True
-    out = Path(args.out or Path("eval_out") / spec.name)
+    options = _engine_options(args)
     with stage_run("eval", {"model": asdict(spec), "config": asdict(config), "backend": args.backend}) as run:
         run.set_tags({"eval.model": spec.name, "eval.path": spec.model, "eval.format": spec.format})
         try:
@@ -141,6 +155,53 @@ def run_eval(args: argparse.Namespace) -> int:
         print(one_line(m))
     print(f"predictions and metrics in {out}/", file=sys.stderr)
     return 0
+
+
+def _engine_options(args: argparse.Namespace) -> dict:
+    options = {"dtype": args.dtype, "max_model_len": args.max_model_len}
+    if args.backend == "vllm" and args.eager:
+        options["enforce_eager"] = True
+    return options
+
+
+def _run_general(args: argparse.Namespace, spec: ModelSpec, names: list[str], mirror: Path | None, out: Path) -> None:
+    """The generalization benchmarks of ``--bench`` (CRUXEval-I, HumanEval(+), MBPP(+), math)."""
+    from codethinker.data.io import RecordError
+    from codethinker.data.sources import SourceError
+    from codethinker.evaluation.generalize import GenConfig, run_benchmarks
+    from codethinker.evaluation.harness import close_engine, open_engine
+    from codethinker.tracking import stage_run
+
+    try:
+        config = GenConfig(
+            n=args.runs, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit
+        )
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    with stage_run("eval-generalize", {"model": asdict(spec), "config": asdict(config)}) as run:
+        try:
+            engine = open_engine(spec, args.backend, **_engine_options(args))
+        except OSError as exc:
+            raise CommandError(f"cannot load {spec.model}: {exc}") from None
+        try:
+            results = run_benchmarks(
+                engine,
+                names,
+                config,
+                mirror=mirror,
+                cache_dir=Path("data/downloads"),
+                pred_dir=out / "predictions",
+                metrics_dir=out / "metrics",
+                extra={"model": asdict(spec)},
+                log=print,
+            )
+        except (SourceError, RecordError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            close_engine(engine)
+        for bench, m in results.items():
+            if "skipped" not in m:
+                run.log_metrics({f"{bench}.{k}": v for k, v in m.items() if isinstance(v, int | float)})
 
 
 def dvc_command() -> str:
@@ -193,7 +254,13 @@ def run_report(args: argparse.Namespace) -> int:
         import yaml
 
         params = yaml.safe_load(Path(args.params).read_text())
-    text = report.render_report(results, exps, params=params, note=args.note, micro=micro)
+    from codethinker.evaluation import general_report
+
+    try:
+        general = general_report.from_dir(args.general_dir)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    text = report.render_report(results, exps, params=params, note=args.note, micro=micro, general=general)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)

@@ -329,10 +329,12 @@ def render_report(
     title: str = "Results",
     note: str | None = None,
     micro: Mapping[str, Any] | None = None,
+    general: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> str:
     """The whole Markdown report: samples, Table 1, Table 2, Table 2 in miniature (``micro``: the
-    :func:`codethinker.evaluation.micro_table.collect` of the experiments), thinking depth and RCS."""
-    from codethinker.evaluation import micro_table
+    :func:`codethinker.evaluation.micro_table.collect` of the experiments), thinking depth and RCS, and
+    Table 4 (``general``: :func:`codethinker.evaluation.general_report.from_dir`) when given."""
+    from codethinker.evaluation import general_report, micro_table
 
     exps = dict(exps or {})
     if "workspace" not in exps:
@@ -392,4 +394,16 @@ def render_report(
         "scale). Thinking depth: generated tokens per answer, capped by max_tokens.",
         "",
     ]
+    if general:
+        parts += [
+            "## Table 4: generalization (pass@1, %, [95% interval over problems] (problems))",
+            "",
+            general_report.table(general),
+            "",
+            general_report.PAPER_NOTE,
+            "",
+        ]
+        x_table = general_report.table12(general)
+        if len(x_table.splitlines()) > 2:  # a language evaluated
+            parts += ["## Table 12: CRUXEval-X per language (pass@1, %, (problems))", "", x_table, ""]
     return "\n".join(parts)

@@ -24,15 +24,22 @@ from codethinker.data.sources import (
 )
 
 
+GENERAL = {"humaneval", "humaneval+", "mbpp", "mbpp+", "gsm8k", "gsm-hard", "math500", "reval-tasks"}
+
+
 def test_pinned_urls_and_checksums():
-    assert set(SOURCES) == {"leetcode/v0.1.0-train", "leetcode/v0.2.0-train", "cruxeval", "reval"}
+    crux_x = {k for k in SOURCES if k.startswith("cruxeval-x/")}
+    assert set(SOURCES) - crux_x == {"leetcode/v0.1.0-train", "leetcode/v0.2.0-train", "cruxeval", "reval", *GENERAL}
+    assert len(crux_x) == 19
     for s in SOURCES.values():
-        assert s.url.startswith("https://raw.githubusercontent.com/") and len(s.sha256) == 64
+        assert s.url.startswith(("https://raw.githubusercontent.com/", "https://media.githubusercontent.com/"))
+        assert len(s.sha256) == 64 and s.mirror_path.split("/")[-1] in s.url
     assert "newfacade/LeetCodeDataset/182cd19fd53161efd70a1ef074fe1056b659bfa3" in SOURCES["leetcode/v0.2.0-train"].url
 
 
 def test_mirror_files_verify(data_mirror, tmp_path):
-    for key in ("leetcode/v0.1.0-train", "leetcode/v0.2.0-train", "cruxeval", "reval"):
+    """Every pinned file is in the mirror with the recorded sha256 (the PROVENANCE.md figures)."""
+    for key in SOURCES:
         path, origin = resolve(SOURCES[key], data_mirror, tmp_path, download=False)
         assert origin == "mirror" and path.is_relative_to(data_mirror)
     assert not any(tmp_path.iterdir())  # read in place, nothing copied

@@ -1,0 +1,323 @@
+"""Generalization benchmarks (paper RQ4, Tables 4 and 12): tasks other than Python output prediction.
+
+Each benchmark is a :class:`Task`: it loads its records (the local mirror, else the pinned public
+URL, sha256-checked through :mod:`codethinker.data.sources`) as :class:`Item` s (a chat prompt and what
+its judge needs), judges a batch of generations, and writes the reference answer of an item as a
+model would (the oracle: a reference must be judged a pass; :func:`oracle_check` lists those that
+are not, with the reason). Every generation goes through :func:`evaluate_task`: ``n`` samples per
+item, pass@1 with the unbiased estimator (Chen et al. 2021) averaged over items, its 95% bootstrap
+interval over items, and the count of every verdict status (a timeout or a crash of a generated
+program is a status, never an exception).
+
+Tasks register themselves in :data:`TASKS` by name (``humaneval``, ``mbpp+``, ``gsm8k``...);
+:func:`get_task` imports the module that defines a name on first use.
+
+>>> round(pass_at_k(10, 3, 1), 3), round(pass_at_k(10, 3, 5), 3), pass_at_k(4, 0, 1)
+(0.3, 0.917, 0.0)
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "ALIASES",
+    "GROUPS",
+    "NAMES",
+    "SKIPPED",
+    "TASKS",
+    "GenConfig",
+    "Item",
+    "Task",
+    "Verdict",
+    "evaluate_task",
+    "expand",
+    "get_task",
+    "known",
+    "one_line",
+    "oracle_check",
+    "pass_at_k",
+    "register",
+    "run_benchmarks",
+    "skipped",
+]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One problem: its id, the chat prompt, and what the judge needs (plain JSON data)."""
+
+    id: str
+    messages: list[dict[str, str]]
+    reference: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of one generation. ``status``: ``pass``, ``fail``, ``no_answer`` (nothing could
+    be extracted), ``timeout``, ``error`` (the program raised), ``memory``, ``killed``, ``runtime
+    missing`` (the language's runtime is not on this machine)."""
+
+    passed: bool
+    status: str
+    detail: str = ""
+
+
+class Task(Protocol):
+    """A generalization benchmark."""
+
+    name: str  # canonical name (the --bench value, the metrics file name)
+    display: str  # as in the paper's tables
+    group: str  # the Table 4 column group: output, input, runtime, multilingual, codegen, math
+    stop: tuple[str, ...]  # generation stops
+
+    def load(self, mirror: Path | None, cache_dir: Path) -> list[Item]:
+        """Every item of the benchmark, in the benchmark's order."""
+        ...
+
+    def judge(self, items: Sequence[Item], texts: Sequence[str]) -> list[Verdict]:
+        """One verdict per (item, text), batched (a sandbox is opened once per call)."""
+        ...
+
+    def reference_text(self, item: Item) -> str:
+        """The reference answer written as a model's response (the oracle check judges it)."""
+        ...
+
+    def unavailable(self) -> str | None:
+        """Why the task cannot be judged on this machine (e.g. ``runtime missing: ruby``), or None.
+        Such a benchmark is written as skipped with that reason, never scored 0."""
+        ...
+
+
+TASKS: dict[str, Callable[[], Task]] = {}
+# CRUXEval-X's 19 languages (file stems of its data), one task each: cruxeval-x-<lang>
+CRUXEVAL_X_LANGUAGES = (
+    *("cpp", "cs", "d", "go", "java", "jl", "js", "lua", "php", "pl", "py", "r", "rb", "rkt", "rs", "scala", "sh"),
+    *("swift", "ts"),
+)
+# name -> the module that registers it (imported on first use, so light tasks stay light)
+_MODULES = {
+    "cruxeval-i": "codethinker.evaluation.input_prediction",
+    "humaneval": "codethinker.evaluation.codegen",
+    "humaneval+": "codethinker.evaluation.codegen",
+    "mbpp": "codethinker.evaluation.codegen",
+    "mbpp+": "codethinker.evaluation.codegen",
+    "gsm8k": "codethinker.evaluation.mathbench",
+    "gsm-hard": "codethinker.evaluation.mathbench",
+    "math500": "codethinker.evaluation.mathbench",
+    "reval-co": "codethinker.evaluation.reval_tasks",
+    "reval-c": "codethinker.evaluation.reval_tasks",
+    "reval-p": "codethinker.evaluation.reval_tasks",
+    "reval-s": "codethinker.evaluation.reval_tasks",
+    **{f"cruxeval-x-{lang}": "codethinker.evaluation.multilingual" for lang in CRUXEVAL_X_LANGUAGES},
+}
+SKIPPED = {  # benchmarks that cannot run here, with the reason
+    "lcb-cg": "LiveCodeBench-CG lives only on the Hugging Face hub (livecodebench/code_generation_lite) and its "
+    "judge (stdin/stdout and functional tests) is not built yet: skipped",
+}
+NAMES = (*(n for n in _MODULES if not n.startswith("cruxeval-x-")), "cruxeval-x", *SKIPPED)
+GROUPS = {
+    "input": ("cruxeval-i",),
+    "runtime": ("reval-co", "reval-c", "reval-p", "reval-s"),
+    "multilingual": tuple(f"cruxeval-x-{lang}" for lang in CRUXEVAL_X_LANGUAGES),
+    "codegen": ("humaneval", "humaneval+", "mbpp", "mbpp+"),
+    "math": ("gsm8k", "gsm-hard", "math500"),
+}
+
+
+def register(name: str) -> Callable[[Callable[[], Task]], Callable[[], Task]]:
+    """Decorator: ``@register("gsm8k")`` on a zero-argument factory of the task."""
+
+    def deco(factory: Callable[[], Task]) -> Callable[[], Task]:
+        TASKS[name] = factory
+        return factory
+
+    return deco
+
+
+def get_task(name: str) -> Task:
+    """The task called ``name`` (case-insensitive); a ValueError lists the known names."""
+    key = name.strip().lower()
+    if key not in TASKS and key in _MODULES:
+        importlib.import_module(_MODULES[key])
+    if key not in TASKS:
+        raise ValueError(f"unknown generalization benchmark {name!r}; known: {', '.join(sorted(_MODULES))}")
+    return TASKS[key]()
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k of one problem with ``c`` of ``n`` samples correct: 1 - C(n-c, k) / C(n, k)."""
+    if not 0 <= c <= n or k < 1 or n < 1:
+        raise ValueError(f"need 0 <= c <= n, n >= 1, k >= 1; got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+@dataclass(frozen=True)
+class GenConfig:
+    """Sampling settings of one generalization evaluation."""
+
+    n: int = field(default=1, metadata={"help": "samples per problem (pass@1 is the unbiased estimate over them)"})
+    temperature: float = field(default=0.2, metadata={"help": "sampling temperature (0: greedy; then n=1 suffices)"})
+    max_tokens: int = field(default=512, metadata={"help": "generation limit per answer"})
+    seed: int = field(default=0, metadata={"help": "sampling seed"})
+    limit: int | None = field(default=None, metadata={"help": "first N problems of each benchmark (None: all)"})
+
+    def __post_init__(self) -> None:
+        if self.n < 1 or self.max_tokens < 1 or self.temperature < 0:
+            raise ValueError("need n >= 1, max_tokens >= 1, temperature >= 0")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError("limit must be >= 1 or null")
+
+
+def evaluate_task(
+    engine: Any, task: Task, items: Sequence[Item], config: GenConfig
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Generate ``config.n`` answers per item with ``engine``, judge them; one record per answer and
+    the metrics dict (pass@1 mean and 95% interval over items, statuses, tokens, seconds)."""
+    from codethinker.evaluation.stats import bootstrap_ci
+
+    items = list(items[: config.limit] if config.limit else items)
+    prompts = [engine.apply_chat_template(it.messages) for it in items]
+    t0 = time.perf_counter()
+    outs = engine.continue_prefixes(
+        prompts,
+        config.n,
+        stop=list(task.stop),
+        max_tokens=config.max_tokens,
+        temperature=config.temperature,
+        seed=config.seed,
+    )
+    gen_s = time.perf_counter() - t0
+    flat = [(it, c) for it, comps in zip(items, outs, strict=True) for c in comps]
+    t1 = time.perf_counter()
+    verdicts = task.judge([it for it, _ in flat], [c.text for _, c in flat])
+    judge_s = time.perf_counter() - t1
+    records = [
+        {
+            "id": it.id,
+            "sample": k % config.n,
+            "passed": int(v.passed),
+            "status": v.status,
+            "detail": v.detail[:300],
+            "tokens": c.n_tokens,
+            "finish": c.finish_reason,
+            "text": c.text,
+        }
+        for k, ((it, c), v) in enumerate(zip(flat, verdicts, strict=True))
+    ]
+    per_item: dict[str, list[int]] = {}
+    for r in records:
+        per_item.setdefault(r["id"], []).append(r["passed"])
+    scores = [pass_at_k(len(v), sum(v), 1) for v in per_item.values()]
+    ci = bootstrap_ci(scores, seed=config.seed)
+    tokens = [r["tokens"] for r in records]
+    metrics = {
+        "benchmark": task.name,
+        "display": task.display,
+        "group": task.group,
+        "config": asdict(config),
+        "n_problems": len(items),
+        "n_answers": len(records),
+        **ci.as_dict("pass1"),
+        "statuses": dict(Counter(r["status"] for r in records)),
+        "tokens_mean": sum(tokens) / len(tokens) if tokens else None,
+        "truncated_rate": sum(r["finish"] == "length" for r in records) / len(records) if records else None,
+        "gen_seconds": round(gen_s, 2),
+        "judge_seconds": round(judge_s, 2),
+    }
+    return records, metrics
+
+
+def oracle_check(task: Task, items: Sequence[Item]) -> dict[str, Any]:
+    """Judge every item's reference answer: ``{"n", "passed", "failures": [{"id", "status", "detail"}]}``."""
+    verdicts = task.judge(list(items), [task.reference_text(it) for it in items])
+    failures = [
+        {"id": it.id, "status": v.status, "detail": v.detail[:300]}
+        for it, v in zip(items, verdicts, strict=True)
+        if not v.passed
+    ]
+    return {"benchmark": task.name, "n": len(items), "passed": len(items) - len(failures), "failures": failures}
+
+
+def skipped(task_name: str, why: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The metrics dict of a benchmark that cannot run here (offline LCB-CG), with the reason."""
+    return {"benchmark": task_name, "skipped": why, **dict(extra or {})}
+
+
+ALIASES = {"cruxeval-x": tuple(f"cruxeval-x-{lang}" for lang in CRUXEVAL_X_LANGUAGES)}  # one name, many tasks
+
+
+def expand(names: Sequence[str]) -> list[str]:
+    """``names`` lower-cased, each alias (``cruxeval-x``: its 19 languages) replaced by its tasks, in order."""
+    out: list[str] = []
+    for name in names:
+        key = name.strip().lower()
+        out.extend(ALIASES.get(key, (key,)))
+    return list(dict.fromkeys(out))
+
+
+def known(name: str) -> bool:
+    """Whether ``name`` is a generalization benchmark (one that runs, one skipped with its reason, or an alias)."""
+    key = name.strip().lower()
+    return key in _MODULES or key in TASKS or key in SKIPPED or key in ALIASES
+
+
+def one_line(m: Mapping[str, Any]) -> str:
+    """A one-line summary of one benchmark's metrics (logs and the CLI)."""
+    if "skipped" in m:
+        return f"{m['benchmark']}: {m['skipped']}"
+    tokens = "n/a" if m.get("tokens_mean") is None else f"{m['tokens_mean']:.0f}"
+    return (
+        f"{m['display']}: pass@1 {100 * m['pass1']:.1f}% [{100 * m['pass1_ci_low']:.1f}, "
+        f"{100 * m['pass1_ci_high']:.1f}] on {m['n_problems']} of {m.get('total', '?')} problems, statuses "
+        f"{m['statuses']}, {tokens} tokens/answer, {m.get('wall_seconds', 0):.0f} s"
+    )
+
+
+def run_benchmarks(
+    engine: Any,
+    names: Sequence[str],
+    config: GenConfig,
+    *,
+    mirror: Path | None,
+    cache_dir: Path,
+    pred_dir: Path | None = None,
+    metrics_dir: Path | None = None,
+    extra: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+) -> dict[str, dict[str, Any]]:
+    """Evaluate ``engine`` on each named benchmark; write ``<pred_dir>/<name>.jsonl`` (every answer,
+    judged) and ``<metrics_dir>/<name>.json``; a benchmark in :data:`SKIPPED` is written as skipped."""
+    from codethinker.data.io import write_json, write_jsonl
+
+    results: dict[str, dict[str, Any]] = {}
+    for key in expand(names):
+        if key in SKIPPED:
+            m = skipped(key, SKIPPED[key])
+        else:
+            task, t0 = get_task(key), time.perf_counter()
+            if why := task.unavailable():
+                m = skipped(key, why, {"display": task.display, "group": task.group})
+            else:
+                items = task.load(mirror, cache_dir)
+                records, m = evaluate_task(engine, task, items, config)
+                m.update(dict(extra or {}), total=len(items), wall_seconds=round(time.perf_counter() - t0, 2))
+                if excluded := getattr(task, "excluded", None):  # items left out before prompting, with reasons
+                    m.update(excluded=len(excluded), excluded_examples=list(excluded)[:20])
+                if pred_dir is not None:
+                    write_jsonl(Path(pred_dir) / f"{key}.jsonl", records)
+        if metrics_dir is not None:
+            write_json(Path(metrics_dir) / f"{key}.json", m)
+        results[key] = m
+        log(one_line(m))
+    return results

@@ -1,0 +1,82 @@
+"""Stage generalize: one model on the generalization benchmarks (paper RQ4, Tables 4 and 12):
+CRUXEval-I, HumanEval(+), MBPP(+), GSM8K, GSM-Hard, MATH500 (codethinker/evaluation/generalize.py).
+
+    python -m stages.generalize --model base    # or: dvc repro generalize@base (one stage per model)
+
+Reads ``params.yaml: generalize`` (the benchmarks, ``limit`` problems each, ``n`` samples, sampling)
+and the model and vLLM settings from ``evaluate.models`` / ``evaluate.engine``. Writes
+``data/generalize/<model>/<bench>.jsonl`` (every answer, judged) and
+``metrics/generalize/<model>/<bench>.json``; a benchmark that cannot run here is written as skipped
+with the reason. ``codethinker report`` renders Table 4 from these files.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from codethinker.data.io import RecordError
+from codethinker.data.sources import SourceError
+from codethinker.engines.kv_cache import KVCacheError
+from codethinker.evaluation.generalize import GenConfig, run_benchmarks
+from codethinker.evaluation.harness import ModelSpec, close_engine, model_problem, open_engine
+from codethinker.params import load_section, mirror_root
+from codethinker.tracking import stage_run
+
+LOGGED = ("pass1", "pass1_ci_low", "pass1_ci_high", "tokens_mean", "truncated_rate", "gen_seconds", "judge_seconds")
+
+
+def gen_config(params: dict[str, Any]) -> GenConfig:
+    """:class:`GenConfig` from the ``generalize`` section (seed: ``base.seed``)."""
+    values = {k: v for k, v in params.items() if k in GenConfig.__dataclass_fields__}
+    values.setdefault("seed", int(params["base"].get("seed", 0)))
+    return GenConfig(**values)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m stages.generalize", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (base, sft, grpo)")
+    args = ap.parse_args(argv)
+    params, ev = load_section("generalize"), load_section("evaluate")
+    models = ev.get("models") or {}
+    if args.model not in models:
+        raise SystemExit(f"generalize: no model {args.model!r} in evaluate.models; known: {', '.join(models)}")
+    item = models[args.model]
+    spec = ModelSpec(args.model, str(item["model"]), item.get("adapter"))
+    if problem := model_problem(spec):
+        raise SystemExit(f"generalize@{spec.name}: {problem}")
+    config = gen_config(params)
+    engine_opts = dict(ev.get("engine") or {})
+    backend = engine_opts.pop("backend", "vllm")
+    with stage_run(f"generalize@{spec.name}", {"model": asdict(spec), "config": asdict(config)}) as run:
+        try:
+            engine = open_engine(spec, backend, params_at="evaluate.engine", **engine_opts)
+        except KVCacheError as exc:
+            raise SystemExit(f"generalize@{spec.name}: {exc}") from None
+        try:
+            results = run_benchmarks(
+                engine,
+                params["benchmarks"],
+                config,
+                mirror=mirror_root(params["base"]),
+                cache_dir=Path(params.get("cache_dir", "data/downloads")),
+                pred_dir=Path("data/generalize") / spec.name,
+                metrics_dir=Path("metrics/generalize") / spec.name,
+                extra={"model": asdict(spec)},
+                log=lambda s: print(f"generalize@{spec.name}: {s}", flush=True),
+            )
+        except (SourceError, RecordError, ValueError) as exc:
+            raise SystemExit(f"generalize@{spec.name}: {exc}") from None
+        finally:
+            close_engine(engine)
+        for name, m in results.items():
+            if "skipped" in m:
+                run.set_tags({f"{name}.skipped": m["skipped"]})
+            else:
+                run.log_metrics({f"{name}.{k}": m[k] for k in LOGGED if isinstance(m.get(k), int | float)})
+
+
+if __name__ == "__main__":
+    main()

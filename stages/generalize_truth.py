@@ -1,0 +1,67 @@
+"""Stage generalize_truth: the oracle check of every generalization benchmark: each problem's own
+reference answer (canonical solution, given input, reference number) must be judged a pass.
+
+    python -m stages.generalize_truth    # or: dvc repro generalize_truth
+
+Reads ``params.yaml: generalize`` (``benchmarks``; ``truth_limit``: problems checked per benchmark,
+null: all). Writes ``metrics/generalize_truth.json``: per benchmark the problems checked, passed,
+and every failure with its status and reason (a reference that fails is reported, never dropped).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from codethinker.data.io import write_json
+from codethinker.data.sources import SourceError
+from codethinker.evaluation.generalize import SKIPPED as SKIP
+from codethinker.evaluation.generalize import expand, get_task, oracle_check
+from codethinker.params import load_section, mirror_root
+from codethinker.tracking import stage_run
+
+METRICS = "metrics/generalize_truth.json"
+
+
+def run(params: dict) -> dict:
+    mirror, cache = mirror_root(params["base"]), params.get("cache_dir", "data/downloads")
+    limit = params.get("truth_limit")
+    out: dict = {}
+    for name in expand(params["benchmarks"]):
+        if name in SKIP:
+            out[name] = {"skipped": SKIP[name]}
+            continue
+        task, t0 = get_task(name), time.perf_counter()
+        if why := task.unavailable():
+            out[name] = {"skipped": why}
+            continue
+        try:
+            items = task.load(mirror, cache)
+        except SourceError as exc:
+            raise SystemExit(f"generalize_truth: {exc}") from None
+        res = oracle_check(task, items[:limit] if limit else items)
+        res.update(total=len(items), seconds=round(time.perf_counter() - t0, 2))
+        out[name] = res
+        print(
+            f"generalize_truth: {name}: {res['passed']} of {res['n']} references pass ({res['seconds']:.0f} s)"
+            + "".join(f"\n  {f['id']}: {f['status']}: {f['detail']}" for f in res["failures"]),
+            file=sys.stderr,
+        )
+    write_json(METRICS, out)
+    return out
+
+
+def main() -> None:
+    params = load_section("generalize")
+    with stage_run(
+        "generalize_truth", {"benchmarks": params["benchmarks"], "truth_limit": params.get("truth_limit")}
+    ) as tracked:
+        for name, m in run(params).items():
+            if "skipped" in m:
+                tracked.set_tags({f"{name}.skipped": m["skipped"]})
+            else:
+                tracked.log_metrics({f"{name}.{k}": m[k] for k in ("n", "passed", "seconds")})
+
+
+if __name__ == "__main__":
+    main()
