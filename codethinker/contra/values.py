@@ -45,6 +45,7 @@ __all__ = [
     "literal_repr",
     "parse_call_args",
     "parse_literal",
+    "stable_repr",
     "strict_equal",
 ]
 
@@ -95,12 +96,33 @@ def canonicalize(value: Any, _depth: int = 0, _path: frozenset[int] = frozenset(
 
 
 def literal_repr(value: Any) -> str:
-    """``repr`` of the canonical form; raises :class:`NoLiteral` if there is none."""
+    """``repr`` of the canonical form, with every set's members sorted by their text (``repr`` itself
+    follows the hash order, which differs between processes: the sandbox's fixed ``PYTHONHASHSEED`` does
+    not reach the parent that renders the truth, so the same trace came back as ``{'[]', '()'}`` in one run
+    and ``{'()', '[]'}`` in the next); raises :class:`NoLiteral` if there is none.
+
+    >>> literal_repr({"{}", "()", "[]"}), literal_repr({"k": frozenset({3, 1})}), literal_repr(set())
+    ("{'()', '[]', '{}'}", "{'k': {1, 3}}", 'set()')
+    """
     canon = canonicalize(value)
     try:
-        return repr(canon)
+        return stable_repr(canon)
     except ValueError as exc:  # int with more digits than sys.get_int_max_str_digits()
         raise NoLiteral(str(exc)) from exc
+
+
+def stable_repr(v: Any) -> str:
+    """``repr`` of a canonical value with sets in sorted member order (the rest exactly as ``repr``)."""
+    t = type(v)
+    if t is set:
+        return "{" + ", ".join(sorted(stable_repr(x) for x in v)) + "}" if v else "set()"
+    if t is list:
+        return "[" + ", ".join(stable_repr(x) for x in v) + "]"
+    if t is tuple:
+        return "(" + ", ".join(stable_repr(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    if t is dict:
+        return "{" + ", ".join(f"{stable_repr(k)}: {stable_repr(x)}" for k, x in v.items()) + "}"
+    return repr(v)
 
 
 PY_SPACE = " \t\f\r\n"  # the characters Python's tokenizer skips between tokens (\v, \xa0 are errors)

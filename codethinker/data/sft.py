@@ -26,7 +26,7 @@ from codethinker.data.synth import sample_source
 from codethinker.contra.render import THOUGHT_PLACEHOLDER, render_prompt, render_trace, skeleton
 from codethinker.contra.tracer import Flow
 from codethinker.contra.validate import validate
-from codethinker.contra.values import strict_equal
+from codethinker.contra.values import stable_repr, strict_equal
 
 __all__ = [
     "check_trace",
@@ -44,7 +44,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- template teacher
 def _short(v: Any, limit: int = 60) -> str:
-    text = repr(v)
+    text = stable_repr(v)
     if len(text) <= limit:
         return text
     if isinstance(v, list | tuple | set | dict | str):

@@ -291,3 +291,13 @@ def test_truth_json_with_non_string_code_is_a_value_error():
     text = '{"entry": "f", "input": "1", "code": 123, "output": "1", "blocks": []}'
     with pytest.raises(ValueError):
         Flow.from_json(text)
+
+
+def test_a_set_in_the_truth_is_written_in_one_order(sb):
+    """Regression: LeetCode's valid-parentheses came back as {'[]', '()', '{}'} in one run and
+    {'()', '[]', '{}'} in the next (the parent rendered it in its own hash order)."""
+    src = "def f(s):\n    d = {'()', '[]', '{}'}\n    return d\n"
+    flows = [ok(src, "'()'", sb) for _ in range(3)]
+    texts = {f.to_json() for f in flows}
+    assert len(texts) == 1
+    assert flows[0].blocks[0].locals_text == "{'s': '()', 'd': {'()', '[]', '{}'}}"
