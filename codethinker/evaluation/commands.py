@@ -37,8 +37,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         help="cruxeval | reval | livecodebench (or CRUXEval-O, REval-FO, LCB-O), or a generalization benchmark: "
-        "cruxeval-i | humaneval | humaneval+ | mbpp | mbpp+ | gsm8k | gsm-hard | math500 | lcb-cg; repeat or "
-        "comma-separate (--runs is the samples per problem there)",
+        "cruxeval-i | reval-co | reval-c | reval-p | reval-s | cruxeval-x (its 19 languages) | cruxeval-x-<lang> | "
+        "humaneval | humaneval+ | mbpp | mbpp+ | gsm8k | gsm-hard | math500 | lcb-cg; repeat or comma-separate "
+        "(--runs is the samples per problem there)",
     )
     p.add_argument("--adapter", help="LoRA adapter folder to apply on top of --model")
     p.add_argument(
@@ -165,7 +166,7 @@ def _engine_options(args: argparse.Namespace) -> dict:
 
 
 def _run_general(args: argparse.Namespace, spec: ModelSpec, names: list[str], mirror: Path | None, out: Path) -> None:
-    """The generalization benchmarks of ``--bench`` (CRUXEval-I, HumanEval(+), MBPP(+), math)."""
+    """The generalization benchmarks of ``--bench`` (:mod:`codethinker.evaluation.generalize`)."""
     from codethinker.data.io import RecordError
     from codethinker.data.sources import SourceError
     from codethinker.evaluation.generalize import GenConfig, run_benchmarks
