@@ -111,11 +111,17 @@ def literal_repr(value: Any) -> str:
         raise NoLiteral(str(exc)) from exc
 
 
+_LEAVES = frozenset({*_SCALARS, float})
+_FLAT = frozenset({list, tuple, dict})
+
+
 def stable_repr(v: Any) -> str:
     """``repr`` of a canonical value with sets in sorted member order (the rest exactly as ``repr``)."""
     t = type(v)
     if t is set:
         return "{" + ", ".join(sorted(stable_repr(x) for x in v)) + "}" if v else "set()"
+    if t in _FLAT and all(type(x) in _LEAVES for x in (v.values() if t is dict else v)):
+        return repr(v)  # no set inside (keys are hashable, so never sets): C's repr, the same text
     if t is list:
         return "[" + ", ".join(stable_repr(x) for x in v) + "]"
     if t is tuple:
