@@ -31,6 +31,7 @@ __all__ = [
     "PROMPT_STYLES",
     "TAGS",
     "THOUGHT_PLACEHOLDER",
+    "last_group",
     "render_prompt",
     "render_trace",
     "skeleton",
@@ -50,6 +51,24 @@ TAGS = (
     "[/RETURN]",
 )
 THOUGHT_PLACEHOLDER = "<fill in: reasoning for this block>"
+
+
+def last_group(text: str, open_tag: str, close_tag: str, max_chars: int | None = None) -> str | None:
+    """The stripped body of the last ``open_tag`` group (up to ``close_tag``, or the end of an unclosed
+    one), or None when there is none, it is empty, or it is longer than ``max_chars``.
+
+    >>> last_group("[ANSWER] 1 [/ANSWER] [ANSWER]\\n2\\n", "[ANSWER]", "[/ANSWER]")
+    '2'
+    """
+    k = text.rfind(open_tag)
+    if k < 0:
+        return None
+    body = text[k + len(open_tag) :]
+    end = body.find(close_tag)
+    body = (body if end < 0 else body[:end]).strip()
+    if not body or (max_chars is not None and len(body) > max_chars):
+        return None
+    return body
 
 
 def lineno_line(i: int, src: str) -> str:

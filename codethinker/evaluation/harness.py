@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.contra.render import render_prompt, vanilla_prompt
+from codethinker.contra.render import last_group, render_prompt, vanilla_prompt
 from codethinker.contra.validate import MAX_LITERAL_CHARS
 from codethinker.contra.values import parse_literal, strict_equal
 from codethinker.data.io import write_json, write_jsonl
@@ -204,14 +204,8 @@ def _right_side(body: str) -> str:
 
 def extract_answer(text: str, fmt: str) -> tuple[bool, Any]:
     """``(found, literal)``: the predicted output, read without executing anything."""
-    open_tag, close_tag = ANSWER_GROUP[fmt]
-    k = text.rfind(open_tag)
-    if k < 0:
-        return False, None
-    body = text[k + len(open_tag) :]
-    end = body.find(close_tag)
-    body = (body if end < 0 else body[:end]).strip()
-    if not body or len(body) > MAX_LITERAL_CHARS:
+    body = last_group(text, *ANSWER_GROUP[fmt], MAX_LITERAL_CHARS)
+    if body is None:
         return False, None
     try:
         return True, parse_literal(_right_side(body).strip(), MAX_LITERAL_CHARS)

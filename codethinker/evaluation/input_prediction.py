@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codethinker.contra.render import last_group
 from codethinker.evaluation.generalize import Item, Verdict, register
 
 __all__ = ["PROMPT", "CRUXEvalInput", "predicted_args"]
@@ -45,13 +46,8 @@ assert f(??) == {output}
 def predicted_args(text: str, entry: str = "f") -> str | None:
     """The argument text of the predicted call in the last ``[ANSWER]`` group, or None when there is
     no answer or it is not exactly one call of ``entry`` (an assertion's left side, or the call alone)."""
-    k = text.rfind("[ANSWER]")
-    if k < 0:
-        return None
-    body = text[k + len("[ANSWER]") :]
-    end = body.find("[/ANSWER]")
-    body = (body if end < 0 else body[:end]).strip()
-    if not body or len(body) > MAX_ANSWER_CHARS:
+    body = last_group(text, "[ANSWER]", "[/ANSWER]", MAX_ANSWER_CHARS)
+    if body is None:
         return None
     for candidate in (body, f"{entry}({body})"):
         try:

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codethinker import _sandbox_bwrap as bw
+from codethinker.contra.render import last_group
 from codethinker.evaluation.generalize import Item, Verdict, register
 from codethinker.evaluation.multilingual_runner import (  # re-exported: the tests and callers use them from here
     _CACHE,  # also holds unavailable()'s probes
@@ -105,10 +106,9 @@ def split_record(code: str, check: str, stop: str = "") -> tuple[str, str | None
 def literal(text: str, pre: str = "", suf: str = "") -> str | None:
     """The literal in the last ``[ANSWER]`` group (code fences dropped; a whole check line ``pre``
     LITERAL ``suf`` is read between its sides, whitespace aside), or None."""
-    k = text.rfind("[ANSWER]")
-    if k < 0:
+    body = last_group(text, "[ANSWER]", "[/ANSWER]")  # the cap applies after the fences go
+    if body is None:
         return None
-    body = text[k + len("[ANSWER]") :].split("[/ANSWER]", 1)[0].strip()
     body = re.sub(r"^```[\w+#-]*\n?|\n?```$", "", body).strip()
     if not body or len(body) > MAX_ANSWER_CHARS:
         return None
