@@ -15,8 +15,7 @@ import time
 
 from codethinker.data.io import write_json
 from codethinker.data.sources import SourceError
-from codethinker.evaluation.generalize import SKIPPED as SKIP
-from codethinker.evaluation.generalize import expand, get_task, oracle_check
+from codethinker.evaluation.generalize import oracle_check, runnable
 from codethinker.params import load_section, mirror_root
 from codethinker.tracking import stage_run
 
@@ -27,14 +26,12 @@ def run(params: dict) -> dict:
     mirror, cache = mirror_root(params["base"]), params.get("cache_dir", "data/downloads")
     limit = params.get("truth_limit")
     out: dict = {}
-    for name in expand(params["benchmarks"]):
-        if name in SKIP:
-            out[name] = {"skipped": SKIP[name]}
-            continue
-        task, t0 = get_task(name), time.perf_counter()
-        if why := task.unavailable():
+    for name, task, why in runnable(params["benchmarks"]):
+        if why is not None:
             out[name] = {"skipped": why}
             continue
+        assert task is not None
+        t0 = time.perf_counter()
         try:
             items = task.load(mirror, cache)
         except SourceError as exc:

@@ -23,7 +23,7 @@ import math
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,6 +47,7 @@ __all__ = [
     "pass_at_k",
     "register",
     "run_benchmarks",
+    "runnable",
     "skipped",
 ]
 
@@ -284,6 +285,18 @@ def one_line(m: Mapping[str, Any]) -> str:
     )
 
 
+def runnable(names: Sequence[str]) -> Iterator[tuple[str, Task | None, str | None]]:
+    """Each benchmark of ``names`` (aliases expanded) as ``(name, task, why)``: ``why`` is None when it
+    can run here, else the reason it is skipped (:data:`SKIPPED`, which has no task, or the task's
+    :meth:`Task.unavailable`)."""
+    for key in expand(names):
+        if key in SKIPPED:
+            yield key, None, SKIPPED[key]
+            continue
+        task = get_task(key)
+        yield key, task, task.unavailable()
+
+
 def run_benchmarks(
     engine: Any,
     names: Sequence[str],
@@ -301,21 +314,19 @@ def run_benchmarks(
     from codethinker.data.io import write_json, write_jsonl
 
     results: dict[str, dict[str, Any]] = {}
-    for key in expand(names):
-        if key in SKIPPED:
-            m = skipped(key, SKIPPED[key])
+    for key, task, why in runnable(names):
+        t0 = time.perf_counter()
+        if why is not None:
+            m = skipped(key, why, {"display": task.display, "group": task.group} if task else None)
         else:
-            task, t0 = get_task(key), time.perf_counter()
-            if why := task.unavailable():
-                m = skipped(key, why, {"display": task.display, "group": task.group})
-            else:
-                items = task.load(mirror, cache_dir)
-                records, m = evaluate_task(engine, task, items, config)
-                m.update(dict(extra or {}), total=len(items), wall_seconds=round(time.perf_counter() - t0, 2))
-                if excluded := getattr(task, "excluded", None):  # items left out before prompting, with reasons
-                    m.update(excluded=len(excluded), excluded_examples=list(excluded)[:20])
-                if pred_dir is not None:
-                    write_jsonl(Path(pred_dir) / f"{key}.jsonl", records)
+            assert task is not None
+            items = task.load(mirror, cache_dir)
+            records, m = evaluate_task(engine, task, items, config)
+            m.update(dict(extra or {}), total=len(items), wall_seconds=round(time.perf_counter() - t0, 2))
+            if excluded := getattr(task, "excluded", None):  # items left out before prompting, with reasons
+                m.update(excluded=len(excluded), excluded_examples=list(excluded)[:20])
+            if pred_dir is not None:
+                write_jsonl(Path(pred_dir) / f"{key}.jsonl", records)
         if metrics_dir is not None:
             write_json(Path(metrics_dir) / f"{key}.json", m)
         results[key] = m
