@@ -1,4 +1,4 @@
-"""Decode cost of child -> parent frames (codethinker._wire) against pickle, clean and hostile.
+"""Decode cost of child -> parent frames (codethinker.sandbox.protocol) against pickle, clean and hostile.
 
     python benchmarks/bench_wire.py [--sizes 256,1024,4096] [--repeat 5] [--data PATH] [--unpickle-max N]
 
@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from codethinker import _wire as wire  # noqa: E402
+from codethinker.sandbox import protocol as wire  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cruxeval" / "cruxeval.jsonl"
 P = sys.hash_info.modulus
@@ -254,9 +254,9 @@ def _pickled_int_set(ints: list[int]) -> bytes:
 
 def _plain_unpickle(data: bytes) -> Any:
     """What the parent ran before the wire format: the restricted unpickler of sandbox.py."""
-    from codethinker.sandbox import _loads_plain
+    from codethinker.sandbox.jobs import loads_plain
 
-    return _loads_plain(data)
+    return loads_plain(data)
 
 
 def main() -> None:

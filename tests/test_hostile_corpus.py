@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import codethinker.contra.values  # noqa: F401 (registers the "call" runner)
 from codethinker.sandbox import Job, Sandbox, SandboxConfig, bwrap_available
 
 from ._hostile import HOSTILE, header

@@ -21,19 +21,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codethinker import _sandbox_bwrap as bwrap_plan
-from codethinker._sandbox_fs import remove_tree, reset_private_dir
-from codethinker._wire import WireError
-from codethinker._wire import encode as wire_encode
+import codethinker.contra.tracer  # noqa: F401 (registers the "trace" runner, and with contra.values "call")
 from codethinker.sandbox import (
     RUNNERS,
     Job,
     Sandbox,
     SandboxConfig,
     SandboxResult,
-    _loads_plain,
     bwrap_available,
 )
+from codethinker.sandbox import bwrap as bwrap_plan
+from codethinker.sandbox.fs import remove_tree, reset_private_dir
+from codethinker.sandbox.jobs import loads_plain as _loads_plain
+from codethinker.sandbox.protocol import WireError
+from codethinker.sandbox.protocol import encode as wire_encode
 
 
 def _src(text: str) -> str:
@@ -456,7 +457,7 @@ def test_samples_cannot_share_sysv_memory():
 
 
 def test_seccomp_filter_is_installed_when_available(sb):
-    seccomp = pytest.importorskip("codethinker._seccomp")
+    seccomp = pytest.importorskip("codethinker.sandbox.seccomp")
     if not seccomp.supported():
         pytest.skip("seccomp is not supported here")
     src = _src(
@@ -623,6 +624,7 @@ def test_checkout_and_venv_under_tmp():
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
         script = (
             "import json, sys\n"
+            "import codethinker.contra.values\n"
             "from codethinker.sandbox import Job, Sandbox, SandboxConfig, PROJECT_ROOT\n"
             "with Sandbox(SandboxConfig(isolation='bwrap', workers=1)) as sb:\n"
             "    r = sb.run(Job('import os\\ndef f(x):\\n    return x + 1, os.getcwd()', args=(41,)))\n"

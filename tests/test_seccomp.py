@@ -1,4 +1,4 @@
-"""The seccomp filter (``codethinker._seccomp``): its BPF program, decoded and emulated for every
+"""The seccomp filter (``codethinker.sandbox.seccomp``): its BPF program, decoded and emulated for every
 listed call on both architectures; its numbers against the installed kernel headers; and, in
 forked children that install it, the live kernel's answers: IPC, sockets (host Unix files and
 abstract names included), namespaces, mounts and the rest refused with EPERM, ``clone3`` with
@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from codethinker import _seccomp as sc
+from codethinker.sandbox import seccomp as sc
+from codethinker.sandbox import seccomp_bpf as bpf
 
 from ._hostile import HOSTILE, header
 
@@ -105,9 +106,9 @@ AUDIT_ARCH_ARM = 0x40000028
 
 # ----------------------------------------------------------------------------- a classic-BPF emulator
 def _decode(program: bytes) -> list[tuple[int, int, int, int]]:
-    size = sc.SOCK_FILTER.size
+    size = bpf.SOCK_FILTER.size
     assert len(program) % size == 0
-    return [sc.SOCK_FILTER.unpack_from(program, i) for i in range(0, len(program), size)]
+    return [bpf.SOCK_FILTER.unpack_from(program, i) for i in range(0, len(program), size)]
 
 
 def _seccomp_data(nr: int, arch: int, args: tuple[int, ...] = ()) -> bytes:
@@ -123,13 +124,13 @@ def run_filter(program: bytes, nr: int, arch: int, args: tuple[int, ...] = ()) -
     pc = 0
     while True:
         code, jt, jf, k = insns[pc]
-        if code == sc.BPF_LD_W_ABS:
+        if code == bpf.BPF_LD_W_ABS:
             acc = struct.unpack_from("<I", data, k)[0]
             pc += 1
-        elif code in (sc.BPF_JMP_JEQ_K, sc.BPF_JMP_JGE_K, sc.BPF_JMP_JSET_K):
-            cond = {sc.BPF_JMP_JEQ_K: acc == k, sc.BPF_JMP_JGE_K: acc >= k, sc.BPF_JMP_JSET_K: bool(acc & k)}[code]
+        elif code in (bpf.BPF_JMP_JEQ_K, bpf.BPF_JMP_JGE_K, bpf.BPF_JMP_JSET_K):
+            cond = {bpf.BPF_JMP_JEQ_K: acc == k, bpf.BPF_JMP_JGE_K: acc >= k, bpf.BPF_JMP_JSET_K: bool(acc & k)}[code]
             pc += 1 + (jt if cond else jf)
-        elif code == sc.BPF_RET_K:
+        elif code == bpf.BPF_RET_K:
             return k
         else:
             raise AssertionError(f"unexpected opcode {code:#x} at {pc}")
@@ -137,10 +138,10 @@ def run_filter(program: bytes, nr: int, arch: int, args: tuple[int, ...] = ()) -
 
 # ----------------------------------------------------------------------------- pure checks
 def test_deny_list_covers_what_was_asked():
-    missing = set(REQUIRED) - set(sc.DENIED)
+    missing = set(REQUIRED) - set(bpf.DENIED)
     assert not missing
     for arch in sc.ARCHES.values():
-        assert set(arch.deny) | X86_ONLY >= set(sc.DENIED), arch.name
+        assert set(arch.deny) | X86_ONLY >= set(bpf.DENIED), arch.name
     assert {"iopl", "ioperm"} <= set(sc.ARCHES["x86_64"].deny)
     for table in sc.ARCHES.values():
         numbers = [*table.deny.values(), table.clone, table.clone3, table.personality, table.seccomp]
@@ -153,28 +154,30 @@ def test_every_denied_number_jumps_to_the_eperm_return(arch: str):
     lands on ``RET ERRNO|EPERM``; clone3's lands on ``RET ERRNO|ENOSYS``."""
     table = sc.ARCHES[arch]
     insns = _decode(sc.build_program(table))
-    assert insns[0] == (sc.BPF_LD_W_ABS, 0, 0, sc.OFF_ARCH)
-    assert insns[1][0] == sc.BPF_JMP_JEQ_K and insns[1][3] == table.audit_arch
-    assert insns[2] == (sc.BPF_LD_W_ABS, 0, 0, sc.OFF_NR)
+    assert insns[0] == (bpf.BPF_LD_W_ABS, 0, 0, bpf.OFF_ARCH)
+    assert insns[1][0] == bpf.BPF_JMP_JEQ_K and insns[1][3] == table.audit_arch
+    assert insns[2] == (bpf.BPF_LD_W_ABS, 0, 0, bpf.OFF_NR)
 
     def target(pc: int) -> tuple[int, int, int, int]:
         return insns[pc + 1 + insns[pc][1]]
 
     jeq_targets: dict[int, tuple[int, int, int, int]] = {}
     pc = 3
-    while insns[pc][0] in (sc.BPF_JMP_JEQ_K, sc.BPF_JMP_JGE_K):
-        if insns[pc][0] == sc.BPF_JMP_JEQ_K:
+    while insns[pc][0] in (bpf.BPF_JMP_JEQ_K, bpf.BPF_JMP_JGE_K):
+        if insns[pc][0] == bpf.BPF_JMP_JEQ_K:
             assert insns[pc][2] == 0, "a false branch must fall through to the next comparison"
             jeq_targets[insns[pc][3]] = target(pc)
         else:
-            assert table.x32 and insns[pc][3] == sc.X32_SYSCALL_BIT and target(pc) == (sc.BPF_RET_K, 0, 0, sc.RET_EPERM)
+            assert (
+                table.x32 and insns[pc][3] == bpf.X32_SYSCALL_BIT and target(pc) == (bpf.BPF_RET_K, 0, 0, bpf.RET_EPERM)
+            )
         pc += 1
-    assert insns[pc] == (sc.BPF_RET_K, 0, 0, sc.SECCOMP_RET_ALLOW), "anything unlisted is allowed"
+    assert insns[pc] == (bpf.BPF_RET_K, 0, 0, bpf.SECCOMP_RET_ALLOW), "anything unlisted is allowed"
     for name, nr in table.deny.items():
-        assert jeq_targets.get(nr) == (sc.BPF_RET_K, 0, 0, sc.RET_EPERM), name
-    assert jeq_targets[table.clone3] == (sc.BPF_RET_K, 0, 0, sc.RET_ENOSYS)
-    assert jeq_targets[table.clone][0] == sc.BPF_LD_W_ABS  # decided by its flags
-    assert jeq_targets[table.personality][0] == sc.BPF_LD_W_ABS  # decided by its argument
+        assert jeq_targets.get(nr) == (bpf.BPF_RET_K, 0, 0, bpf.RET_EPERM), name
+    assert jeq_targets[table.clone3] == (bpf.BPF_RET_K, 0, 0, bpf.RET_ENOSYS)
+    assert jeq_targets[table.clone][0] == bpf.BPF_LD_W_ABS  # decided by its flags
+    assert jeq_targets[table.personality][0] == bpf.BPF_LD_W_ABS  # decided by its argument
     assert table.seccomp not in jeq_targets  # a second filter can be stacked
 
 
@@ -186,18 +189,18 @@ def test_emulated_filter_over_every_number(arch: str):
     for nr in range(1200):
         got = run_filter(prog, nr, table.audit_arch)
         if nr in denied:
-            want = sc.RET_EPERM
+            want = bpf.RET_EPERM
         elif nr == table.clone3:
-            want = sc.RET_ENOSYS
+            want = bpf.RET_ENOSYS
         else:  # clone(0) and personality(0) are allowed too
-            want = sc.SECCOMP_RET_ALLOW
+            want = bpf.SECCOMP_RET_ALLOW
         assert got == want, (arch, nr, hex(got))
-    for foreign in (AUDIT_ARCH_I386, AUDIT_ARCH_ARM, sc.AUDIT_ARCH_X86_64 ^ sc.AUDIT_ARCH_AARCH64 ^ table.audit_arch):
+    for foreign in (AUDIT_ARCH_I386, AUDIT_ARCH_ARM, bpf.AUDIT_ARCH_X86_64 ^ bpf.AUDIT_ARCH_AARCH64 ^ table.audit_arch):
         for nr in (0, 1, 39, 172, table.seccomp):
-            assert run_filter(prog, nr, foreign) == sc.RET_EPERM, (arch, hex(foreign), nr)
-    x32 = [run_filter(prog, sc.X32_SYSCALL_BIT | nr, table.audit_arch) for nr in (0, 39, 41, 56)]
-    assert x32 == [sc.RET_EPERM if table.x32 else sc.SECCOMP_RET_ALLOW] * 4
-    assert run_filter(prog, -1, table.audit_arch) == (sc.RET_EPERM if table.x32 else sc.SECCOMP_RET_ALLOW)
+            assert run_filter(prog, nr, foreign) == bpf.RET_EPERM, (arch, hex(foreign), nr)
+    x32 = [run_filter(prog, bpf.X32_SYSCALL_BIT | nr, table.audit_arch) for nr in (0, 39, 41, 56)]
+    assert x32 == [bpf.RET_EPERM if table.x32 else bpf.SECCOMP_RET_ALLOW] * 4
+    assert run_filter(prog, -1, table.audit_arch) == (bpf.RET_EPERM if table.x32 else bpf.SECCOMP_RET_ALLOW)
 
 
 @pytest.mark.parametrize("arch", sorted(sc.ARCHES))
@@ -208,16 +211,16 @@ def test_emulated_clone_and_personality_arguments(arch: str):
     fork_flags = 0x01000000 | 0x00200000 | sigchld  # CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID (glibc fork)
     thread_flags = 0x3D0F00  # glibc pthread_create
     for flags in (0, sigchld, fork_flags, thread_flags, 0xFFFFFFFF_00000000 | fork_flags):
-        assert run_filter(prog, table.clone, table.audit_arch, (flags,)) == sc.SECCOMP_RET_ALLOW, hex(flags)
-    for name, bit in sc.CLONE_NEW_FLAGS.items():
+        assert run_filter(prog, table.clone, table.audit_arch, (flags,)) == bpf.SECCOMP_RET_ALLOW, hex(flags)
+    for name, bit in bpf.CLONE_NEW_FLAGS.items():
         for flags in (bit, bit | fork_flags, bit | thread_flags):
-            assert run_filter(prog, table.clone, table.audit_arch, (flags,)) == sc.RET_EPERM, name
+            assert run_filter(prog, table.clone, table.audit_arch, (flags,)) == bpf.RET_EPERM, name
         # only arg0 carries the flags
-        assert run_filter(prog, table.clone, table.audit_arch, (sigchld, bit, bit, bit, bit)) == sc.SECCOMP_RET_ALLOW
+        assert run_filter(prog, table.clone, table.audit_arch, (sigchld, bit, bit, bit, bit)) == bpf.SECCOMP_RET_ALLOW
     for persona in (0, 0xFFFFFFFF):
-        assert run_filter(prog, table.personality, table.audit_arch, (persona,)) == sc.SECCOMP_RET_ALLOW
+        assert run_filter(prog, table.personality, table.audit_arch, (persona,)) == bpf.SECCOMP_RET_ALLOW
     for persona in (0x0040000, 0x0400000, 0x0008, 1):  # ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, PER_BSD, PER_SVR4..
-        assert run_filter(prog, table.personality, table.audit_arch, (persona,)) == sc.RET_EPERM, hex(persona)
+        assert run_filter(prog, table.personality, table.audit_arch, (persona,)) == bpf.RET_EPERM, hex(persona)
 
 
 def _header_numbers(path: Path, prefix: str) -> dict[str, int]:
@@ -264,13 +267,16 @@ def _defines(header: str) -> dict[str, int]:
 def test_constants_match_the_kernel_headers():
     sched, seccomp, prctl = _defines("linux/sched.h"), _defines("linux/seccomp.h"), _defines("linux/prctl.h")
     audit, em = _defines("linux/audit.h"), _defines("linux/elf-em.h")
-    assert {name: sched[name] for name in sc.CLONE_NEW_FLAGS} == sc.CLONE_NEW_FLAGS
-    assert (seccomp["SECCOMP_RET_ALLOW"], seccomp["SECCOMP_RET_ERRNO"]) == (sc.SECCOMP_RET_ALLOW, sc.SECCOMP_RET_ERRNO)
+    assert {name: sched[name] for name in bpf.CLONE_NEW_FLAGS} == bpf.CLONE_NEW_FLAGS
+    assert (seccomp["SECCOMP_RET_ALLOW"], seccomp["SECCOMP_RET_ERRNO"]) == (
+        bpf.SECCOMP_RET_ALLOW,
+        bpf.SECCOMP_RET_ERRNO,
+    )
     assert (seccomp["SECCOMP_MODE_FILTER"], seccomp["SECCOMP_SET_MODE_FILTER"]) == (2, sc.SECCOMP_SET_MODE_FILTER)
     assert (prctl["PR_SET_NO_NEW_PRIVS"], prctl["PR_SET_SECCOMP"]) == (sc.PR_SET_NO_NEW_PRIVS, sc.PR_SET_SECCOMP)
     flags64 = audit["__AUDIT_ARCH_64BIT"] | audit["__AUDIT_ARCH_LE"]
-    assert em["EM_X86_64"] | flags64 == sc.AUDIT_ARCH_X86_64
-    assert em["EM_AARCH64"] | flags64 == sc.AUDIT_ARCH_AARCH64
+    assert em["EM_X86_64"] | flags64 == bpf.AUDIT_ARCH_X86_64
+    assert em["EM_AARCH64"] | flags64 == bpf.AUDIT_ARCH_AARCH64
     assert (em["EM_386"] | audit["__AUDIT_ARCH_LE"], em["EM_ARM"] | audit["__AUDIT_ARCH_LE"]) == (
         AUDIT_ARCH_I386,
         AUDIT_ARCH_ARM,
@@ -535,7 +541,7 @@ def test_host_unix_socket_file_and_abstract_name_are_unreachable(unix_server):
 def test_namespaces_are_refused():
     def attempt() -> dict[str, int]:
         out = {}
-        for name, flag in sc.CLONE_NEW_FLAGS.items():
+        for name, flag in bpf.CLONE_NEW_FLAGS.items():
             ctypes.set_errno(0)
             out[f"unshare {name}"] = 0 if LIBC.unshare(flag) == 0 else ctypes.get_errno()
         fd = os.open("/proc/self/ns/net", os.O_RDONLY)
@@ -545,7 +551,7 @@ def test_namespaces_are_refused():
         for name in ("CLONE_NEWUSER", "CLONE_NEWNET", "CLONE_NEWNS"):
             ctypes.set_errno(0)
             r = LIBC.syscall(
-                ctypes.c_long(NATIVE.clone), ctypes.c_long(sc.CLONE_NEW_FLAGS[name] | sigchld), *[ctypes.c_long(0)] * 4
+                ctypes.c_long(NATIVE.clone), ctypes.c_long(bpf.CLONE_NEW_FLAGS[name] | sigchld), *[ctypes.c_long(0)] * 4
             )
             if r == 0:  # a child made despite the filter: leave at once
                 os._exit(0)
@@ -556,7 +562,7 @@ def test_namespaces_are_refused():
 
     got = in_child(attempt)
     assert got == dict.fromkeys(got, errno.EPERM)
-    assert len(got) == len(sc.CLONE_NEW_FLAGS) + 4
+    assert len(got) == len(bpf.CLONE_NEW_FLAGS) + 4
     if hasattr(os, "unshare"):  # Python 3.12+
         assert in_child(lambda: _raises(lambda: os.unshare(os.CLONE_NEWUSER))) == "PermissionError"
 
@@ -598,7 +604,7 @@ def test_clone3_gets_enosys_and_x32_is_refused():
     assert control == errno.EINVAL
 
     def attempt() -> tuple[int, int]:
-        x32 = errno_of(sc.X32_SYSCALL_BIT | 39) if NATIVE.x32 else errno.EPERM  # x32 getpid
+        x32 = errno_of(bpf.X32_SYSCALL_BIT | 39) if NATIVE.x32 else errno.EPERM  # x32 getpid
         return errno_of(NATIVE.clone3, 0, 0), x32
 
     assert in_child(attempt) == (errno.ENOSYS, errno.EPERM)

@@ -1,4 +1,4 @@
-"""codethinker._wire: the child -> parent frame format (round trips, limits, hostile frames)."""
+"""codethinker.sandbox.protocol: the child -> parent frame format (round trips, limits, hostile frames)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codethinker import _wire as wire
-from codethinker._wire import MAX_DEPTH, MAX_EQUAL_HASHES, WireError, decode, encode
+from codethinker.contra.values import MAX_DEPTH as CANONICAL_MAX_DEPTH
+from codethinker.sandbox.protocol import MAX_DEPTH, MAX_EQUAL_HASHES, WireError, decode, encode
+from codethinker.sandbox.protocol.base import VALUE_MAX_DEPTH
 
 P = sys.hash_info.modulus  # ints congruent modulo P share one hash
 
@@ -541,7 +542,7 @@ class TestGarbage:
 
 class TestIntDigits:
     def test_long_decimal_ints_are_refused_where_the_digit_limit_is_lifted(self, monkeypatch):
-        monkeypatch.setattr(wire.sys, "get_int_max_str_digits", lambda: 0)
+        monkeypatch.setattr(sys, "get_int_max_str_digits", lambda: 0)
         assert decode(b"[18446744073709551615,-18446744073709551615]") == [2**64 - 1, -(2**64) + 1]
         for digits in (b"7" * 21, b"-" + b"7" * 21, b"7" * 100_000):
             with pytest.raises(WireError, match="longer than"):
@@ -551,3 +552,9 @@ class TestIntDigits:
     def test_long_decimal_ints_past_the_interpreter_limit_are_refused(self):
         with pytest.raises(WireError):
             decode(b"[" + b"7" * 5_000 + b"]")
+
+
+def test_the_frame_depth_has_room_for_the_deepest_canonical_value():
+    """The sandbox keeps its own copy of contra's depth limit (it imports nothing from contra)."""
+    assert VALUE_MAX_DEPTH == CANONICAL_MAX_DEPTH
+    assert MAX_DEPTH == CANONICAL_MAX_DEPTH + 16

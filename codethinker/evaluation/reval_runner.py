@@ -1,4 +1,5 @@
-"""The sandbox side of REval's tasks: the ``"reval"`` runner (``codethinker._sandbox_worker.RUNNERS``).
+"""The sandbox side of REval's tasks: the ``"reval"`` runner (registered with
+:func:`codethinker.sandbox.register_runner`).
 
 Imported inside the sandbox worker, so it imports the standard library only (``inspect``, ``linecache``
 and ``unittest`` lazily, when a ClassEval test is run). Two modes (``options["mode"]``):
@@ -31,6 +32,8 @@ import re
 import sys
 from collections.abc import Iterator
 from typing import Any
+
+from codethinker.sandbox import register_runner
 
 PROGRAM_FILE = "<internals>"  # REval's filename of the program under test: only its frames are traced
 TEST_FILE = "<reval-test>"  # the unittest source (a name inspect reads through linecache)
@@ -266,3 +269,6 @@ def reval_runner(fn: Any, args: tuple, kwargs: dict, options: dict) -> Any:
     """The sandbox's ``"reval"`` runner (``options["mode"]``: ``truth`` or ``answer``)."""
     g = {"__builtins__": fn.__globals__["__builtins__"], "__name__": "dynamics"}
     return (_run_answer if options["mode"] == "answer" else _run_truth)(g, options)
+
+
+register_runner("reval", "codethinker.evaluation.reval_runner:reval_runner")

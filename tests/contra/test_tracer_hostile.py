@@ -256,8 +256,8 @@ def f(x):
         sys.gettrace()  # refused: CPython then drops the guard's profile function
     except BaseException:
         pass
-    from codethinker import _wire
-    data = _wire.encode({"status": "ok", "value": {"value": 999, "exits": [{"x": 1, "y": 999}] * 2},
+    from codethinker.sandbox import protocol
+    data = protocol.encode({"status": "ok", "value": {"value": 999, "exits": [{"x": 1, "y": 999}] * 2},
                          "stdout": "", "stderr": "", "duration_s": 0.0})
     for fd in range(3, 40):
         try:
@@ -271,8 +271,8 @@ def f(x):
 
 MODULE_LEVEL_FORGE = """
 import os, struct
-from codethinker import _wire
-data = _wire.encode({"status": "ok", "value": {"value": 999, "exits": [{"x": 1, "y": 999}] * 2},
+from codethinker.sandbox import protocol
+data = protocol.encode({"status": "ok", "value": {"value": 999, "exits": [{"x": 1, "y": 999}] * 2},
                      "stdout": "", "stderr": "", "duration_s": 0.0})
 for fd in range(3, 40):
     try:

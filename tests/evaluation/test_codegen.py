@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codethinker._sandbox_worker import RUNNERS, _load_runners
 from codethinker.data.io import RecordError
 from codethinker.engines.base import Completion
 from codethinker.evaluation import codegen, codegen_runner
 from codethinker.evaluation.codegen import CodegenTask, extract_code, make_item, read_items
 from codethinker.evaluation.generalize import GROUPS, GenConfig, Item, evaluate_task, get_task, oracle_check
+from codethinker.sandbox.runners import RUNNERS, load_runners
 
 # --------------------------------------------------------------------------- tiny benchmarks (no data)
 ADD_PROMPT = 'def add(a, b):\n    """Return a + b.\n    >>> add(1, 2)\n    3\n    """\n'
@@ -68,7 +68,7 @@ def fenced(body: str) -> str:
 
 def test_registered_tasks() -> None:
     assert RUNNERS["tests"] == "codethinker.evaluation.codegen_runner:tests_runner"
-    assert _load_runners()["tests"] is codegen_runner.tests_runner is codegen.tests_runner
+    assert load_runners(RUNNERS)["tests"] is codegen_runner.tests_runner is codegen.tests_runner
     tasks = [get_task(n) for n in GROUPS["codegen"]]
     assert [(t.name, t.display, t.group) for t in tasks] == [
         ("humaneval", "HumanEval", "codegen"),
@@ -86,8 +86,10 @@ def test_the_runner_imports_the_stdlib_and_sandbox_helpers_only() -> None:
         "print(json.dumps([m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    allowed = {"codethinker._sandbox_capture", "codethinker._wire", "codethinker.contra.values"}
-    allowed |= {"codethinker", "codethinker.contra", "codethinker.evaluation", "codethinker.evaluation.codegen_runner"}
+    allowed = {"codethinker.sandbox", "codethinker.sandbox.runners", "codethinker.sandbox.protocol"}
+    allowed |= {f"codethinker.sandbox.protocol.{m}" for m in ("base", "decoding", "encoding")}
+    allowed |= {"codethinker.sandbox.worker", "codethinker.sandbox.worker.capture"}
+    allowed |= {"codethinker", "codethinker.evaluation", "codethinker.evaluation.codegen_runner"}
     assert set(json.loads(out)) <= allowed, out
 
 

@@ -58,7 +58,7 @@ def _val(v, t=None, exact=True):
 
 
 def test_the_sandbox_knows_the_runner():
-    from codethinker._sandbox_worker import RUNNERS
+    from codethinker.sandbox import RUNNERS
 
     assert RUNNERS["reval"] == "codethinker.evaluation.reval_runner:reval_runner"
 

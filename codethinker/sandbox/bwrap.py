@@ -37,14 +37,14 @@ __all__ = [
     "zygote_command",
 ]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HASH_SEED = 0  # str hashes (so set iteration order) are the same in every worker and every run
 TMPFS_BYTES = 64 * 1024 * 1024  # size of the sandbox's /tmp and /dev/shm
 ALWAYS_MASKED = ("/tmp", "/dev/shm")  # fresh tmpfs mounts in every sandbox
 
 BOOT = (
     "import json,sys;c=json.load(sys.stdin);sys.path.insert(0,c['root']);"
-    "from codethinker._sandbox_worker import main;main(c)"
+    "from codethinker.sandbox.worker.main import main;main(c)"
 )
 
 _BWRAP_OK: dict[str, bool] = {}

@@ -23,9 +23,10 @@ import threading
 import time
 from typing import Any
 
-from codethinker import _sandbox_bwrap as bw
-from codethinker._sandbox_fs import remove_tree
-from codethinker._sandbox_worker import HEADER, LANES
+from codethinker.sandbox import bwrap as bw
+from codethinker.sandbox.fs import remove_tree
+from codethinker.sandbox.worker.main import LANES
+from codethinker.sandbox.worker.pipes import HEADER
 
 __all__ = [
     "Child",
@@ -218,7 +219,9 @@ def cleanup(slots: list[Slot], helper_ref: list[Helper]) -> None:
     slots.clear()
 
 
-def _zygote_config(slot: Slot, isolation: str, workdirs: list[str], limits: dict, ctl_fd: int) -> dict[str, Any]:
+def _zygote_config(
+    slot: Slot, isolation: str, workdirs: list[str], limits: dict, runners: dict[str, str], ctl_fd: int
+) -> dict[str, Any]:
     if isolation == "none":
         slot.host_tmp = tempfile.mkdtemp(prefix="codethinker-sbx-")
         os.chmod(slot.host_tmp, 0o711)  # the samples' uids may pass through, not list or write
@@ -234,11 +237,17 @@ def _zygote_config(slot: Slot, isolation: str, workdirs: list[str], limits: dict
         "parent_pid": os.getpid(),
         "preload_all": isolation == "none" and root and not bw.traversable(sysconfig.get_path("stdlib")),
         "extra_path": bw.site_paths(),
+        "runners": runners,  # name -> "module:attr", imported by the zygote (sandbox.runners)
     }
 
 
 def spawn_zygote(
-    slot: Slot, isolation: str, plan: list[tuple[str, list[str]]], workdirs: list[str], limits: dict
+    slot: Slot,
+    isolation: str,
+    plan: list[tuple[str, list[str]]],
+    workdirs: list[str],
+    limits: dict,
+    runners: dict[str, str],
 ) -> Slot:
     """Start the zygote of ``slot`` (on the helper thread): its JSON configuration on stdin,
     bwrap's options on a file descriptor (``--args``), so neither shows in a command line."""
@@ -247,7 +256,7 @@ def spawn_zygote(
     try:
         cfg_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
         files.append(cfg_file)
-        cfg = _zygote_config(slot, isolation, workdirs, limits, child_end.fileno())
+        cfg = _zygote_config(slot, isolation, workdirs, limits, runners, child_end.fileno())
         cfg_file.write(json.dumps(cfg).encode())
         cfg_file.seek(0)
         cmd = bw.zygote_command()

@@ -10,7 +10,7 @@ SysV IPC / POSIX mqueue namespace when there is no seccomp filter to refuse IPC;
 Doing the shared part once saves a few hundred microseconds per sample (every page the child
 writes after the fork is copied).
 
-The seccomp filter of :mod:`codethinker._seccomp` (when that module is present and the kernel
+The seccomp filter of :mod:`codethinker.sandbox.seccomp` (when that module is present and the kernel
 supports it, :func:`seccomp_status`) is installed once in the zygote, before it forks any
 sample: a filter is inherited by every child and can never be removed, so each sample runs
 under it from its first instruction, without paying the ~0.5 ms that loading it costs per
@@ -45,15 +45,15 @@ def prctl(option: int, arg: int) -> None:
 def seccomp_status() -> tuple[ModuleType | None, str]:
     """The seccomp module when it can be used here, and a word on why (not) for the parent."""
     try:
-        from codethinker import _seccomp  # written separately; optional
+        from codethinker.sandbox import seccomp  # written separately; optional
     except ImportError:
         return None, "missing"
     try:
-        if not _seccomp.supported():
+        if not seccomp.supported():
             return None, "unsupported"
     except Exception as exc:
         return None, f"probe failed: {type(exc).__name__}"
-    return _seccomp, "on"
+    return seccomp, "on"
 
 
 def vm_size_bytes() -> int:

@@ -1,6 +1,6 @@
 """Output capture, the per-sample timer and safe error text for the sandbox's sample process.
 
-Not public API; runs INSIDE the sandbox (imported by :mod:`codethinker._sandbox_worker`).
+Not public API; runs INSIDE the sandbox (imported by :mod:`codethinker.sandbox.worker.sample`).
 ``sys.stdout``/``sys.stderr`` of a sample are :class:`Capped` buffers that keep ``limit``
 characters; the timer is ``ITIMER_REAL`` whose handler raises :class:`SandboxTimeout` while a
 sample runs (:data:`ACTIVE`); :func:`safe_text` and :func:`type_name` turn a hostile exception
