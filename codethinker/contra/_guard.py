@@ -51,73 +51,18 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from codethinker.contra._guard_rules import (
+    DENIED_IMPORTS,
+    denied_call,
+    denied_event,
+)
+
 __all__ = ["TraceTampered", "arm", "begin", "check", "denied_call", "denied_event", "end", "install", "installed"]
 
 EVENT_BEGIN = "codethinker.tracer.guard.begin"
 EVENT_END = "codethinker.tracer.guard.end"
 EVENT_CHECK = "codethinker.tracer.guard.check"
 EVENT_ARM = "codethinker.tracer.guard.arm"
-# modules whose import is refused while armed: they read or write arbitrary process memory without
-# an audit event of their own (the job's key and the tracer's records live in that memory)
-DENIED_IMPORTS = frozenset(
-    {
-        "ctypes",
-        "_ctypes",
-        "cffi",
-        "_cffi_backend",
-        "numpy",
-        "_testcapi",
-        "_testinternalcapi",
-        "_testbuffer",
-        "_testmultiphase",
-        "_testsinglephase",
-        "_xxsubinterpreters",
-        "_xxinterpchannels",
-    }
-)
-
-# audit events refused while the gate is on (exact names, and name prefixes)
-DENIED_EVENTS = frozenset(
-    {
-        "sys.settrace",
-        "sys.setprofile",
-        "sys._getframe",
-        "sys._getframemodulename",
-        "sys._current_frames",
-        "sys._current_exceptions",
-        "sys.addaudithook",
-        "gc.get_objects",
-        "gc.get_referrers",
-        "gc.get_referents",
-        "_thread.start_new_thread",
-        "cpython._PySys_ClearAuditHooks",
-    }
-)
-DENIED_PREFIXES = ("ctypes.", "sys.monitoring")
-FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_trace"})
-FUNCTION_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__"})
-# C functions refused by the profile function: (module name, function name); any module object of
-# that name counts, so fresh copies made through ``_imp`` do not help
-DENIED_CALLS = frozenset(
-    {
-        ("sys", "gettrace"),
-        ("sys", "getprofile"),
-        ("sys", "settrace"),
-        ("sys", "setprofile"),
-        ("sys", "_getframe"),
-        ("sys", "_current_frames"),
-        ("_signal", "signal"),
-        ("_signal", "set_wakeup_fd"),
-        ("posix", "write"),
-        ("posix", "writev"),
-        ("posix", "pwrite"),
-        ("posix", "pwritev"),
-        ("posix", "sendfile"),
-        ("posix", "splice"),
-        ("posix", "copy_file_range"),
-    }
-)
-DENIED_MODULES = frozenset({"_ctypes"})
 
 
 class TraceTampered(BaseException):
@@ -127,49 +72,8 @@ class TraceTampered(BaseException):
 
 # Every function below that runs while the gate is on reads no module global or builtin at call
 # time: they are bound as defaults when this module is imported (replacing ``__defaults__`` is an
-# audited event, while a module attribute can be patched silently).
-def denied_event(
-    event: str,
-    args: tuple,
-    _events: frozenset = DENIED_EVENTS,
-    _prefixes: tuple = DENIED_PREFIXES,
-    _frame_attrs: frozenset = FRAME_ATTRS,
-    _function_attrs: frozenset = FUNCTION_ATTRS,
-    _len: Callable[..., int] = len,
-    _type: type = type,
-    _int: type = int,
-) -> str | None:
-    """Why an audit event raised while the gate is on is refused, or None (a pure function)."""
-    if event in _events or event.startswith(_prefixes):
-        return event
-    if event == "object.__getattr__" and _len(args) >= 2 and args[1] in _frame_attrs:
-        return f"{event} {args[1]}"
-    if event == "object.__setattr__" and _len(args) >= 2 and args[1] in _function_attrs:
-        return f"{event} {args[1]}"
-    if event == "open" and args and _type(args[0]) is _int:
-        return "open of a raw file descriptor"
-    return None
-
-
-def denied_call(
-    fn: Any,
-    _calls: frozenset = DENIED_CALLS,
-    _modules: frozenset = DENIED_MODULES,
-    _module_type: type = types.ModuleType,
-    _getattr: Callable[..., Any] = getattr,
-    _type: type = type,
-) -> str | None:
-    """Why a C call seen by the profile function is refused, or None (a pure function)."""
-    owner = _getattr(fn, "__self__", None)
-    if _type(owner) is not _module_type:
-        return None
-    mod = _getattr(owner, "__name__", None)
-    name = _getattr(fn, "__name__", None)
-    if mod in _modules or (mod, name) in _calls:
-        return f"call of {mod}.{name}"
-    return None
-
-
+# audited event, while a module attribute can be patched silently); so do the rules of
+# :mod:`codethinker.contra._guard_rules`.
 def _dict_snapshot(d: dict) -> tuple[list, list]:
     return list(d), list(d.values())
 
@@ -209,40 +113,21 @@ def installed() -> bool:
     return bool(_STATE.get("installed"))
 
 
-def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) -> None:
-    """Add the guard's audit hook to this process, once (later calls do nothing).
-
-    ``runner_code`` is the code object of the only function allowed to call :func:`begin` and
-    :func:`end`; ``modules`` are the modules whose dicts must not change (identity of every value).
-    """
-    if _STATE.get("installed"):
-        return
-    # genuine references, captured now and reachable only from the closures below
-    settrace, setprofile, gettrace, getprofile, getframe = (
-        sys.settrace,
-        sys.setprofile,
-        sys.gettrace,
-        sys.getprofile,
-        sys._getframe,
-    )
-    tampered, same_dict, handlers_now = TraceTampered, _same_dict, _signal_handlers
-    why_event, why_call, zip_, get_module = denied_event, denied_call, zip, sys.modules.get
-    ev_begin, ev_end, ev_check, ev_arm = EVENT_BEGIN, EVENT_END, EVENT_CHECK, EVENT_ARM
-    denied_imports, stat, str_bytes = DENIED_IMPORTS, os.stat, (str, bytes)
+def _proc_device(stat: Callable[..., Any]) -> int | None:
+    """The device number of ``/proc`` (None where there is none): what the armed hook refuses to open."""
     try:
-        proc_dev: int | None = stat("/proc/self").st_dev
+        return stat("/proc/self").st_dev
     except OSError:
-        proc_dev = None
-    settrace_events = ("sys.settrace", "sys.setprofile")
-    begin_code, end_code = begin.__code__, end.__code__
-    own_globals = globals()
-    guarded = [(m.__name__, vars(m)) for m in modules]
-    snaps = [_dict_snapshot(d) for _, d in guarded]
-    protected = {id(v) for _, d in guarded for v in d.values() if type(v) is types.FunctionType}
-    id_ = id
-    handlers = handlers_now()
-    st: dict[str, Any] = {"gate": False, "armed": False, "busy": 0, "tripped": None, "sticky": None, "runner": None}
-    st.update(trace=None, tracer_globals=None)
+        return None
+
+
+# The factories below run inside :func:`install`, once: each captures, at that moment, what its
+# closures use (genuine references, reachable only from the closures), so that no closure reads a
+# module global at call time (the builtins each read are the same as when they were written inline).
+def _recorders(st: dict[str, Any], guarded: list[tuple[str, dict]], snaps: list) -> tuple[Callable, Callable]:
+    """``trip(reason)``: keep the first reason of this run; ``changed_modules()``: the first guarded
+    module whose dict changed (identity of every value), or None."""
+    same_dict, zip_ = _same_dict, zip
 
     def trip(reason: str | None) -> None:
         if reason is not None and st["tripped"] is None:
@@ -253,6 +138,16 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
             if not same_dict(d, snap):
                 return f"module {name} changed"
         return None
+
+    return trip, changed_modules
+
+
+def _profile_function(st: dict[str, Any], trip: Callable) -> Callable:
+    """The profile function set with the trace function: refuses the denied C calls and any call from
+    the sample into this module or the tracer (the runner's own call of :func:`end` excepted)."""
+    tampered, why_call = TraceTampered, denied_call
+    end_code = end.__code__
+    own_globals = globals()
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if not st["gate"]:
@@ -271,6 +166,14 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
                 trip(why)
                 raise tampered(why)
 
+    return profile
+
+
+def _preconditions(st: dict[str, Any], handlers: tuple, changed_modules: Callable) -> Callable:
+    """``preconditions()``: why the process is unfit for a run at ``begin``, or None."""
+    gettrace, getprofile, get_module = sys.gettrace, sys.getprofile, sys.modules.get
+    handlers_now = _signal_handlers
+
     def preconditions() -> str | None:
         if st["sticky"]:
             return st["sticky"]
@@ -284,6 +187,29 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
         if handlers_now() != handlers:
             return "signal handlers changed"
         return changed_modules()
+
+    return preconditions
+
+
+def _gate(
+    st: dict[str, Any],
+    trip: Callable,
+    changed_modules: Callable,
+    preconditions: Callable,
+    profile: Callable,
+    runner_code: types.CodeType,
+) -> tuple[Callable, Callable]:
+    """``on_begin(args)`` and ``on_end()``: open and close the gate, for authentic ``begin``/``end``
+    events only (the calling frames are checked by identity: the hook calls them directly)."""
+    settrace, setprofile, gettrace, getprofile, getframe = (
+        sys.settrace,
+        sys.setprofile,
+        sys.gettrace,
+        sys.getprofile,
+        sys._getframe,
+    )
+    tampered = TraceTampered
+    begin_code, end_code = begin.__code__, end.__code__
 
     def on_begin(args: tuple) -> None:
         mine, caller = getframe(2), getframe(3)  # hook <- on_begin: 0, 1; begin(): 2; runner: 3
@@ -316,6 +242,13 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
         if reason is not None:
             raise tampered(reason)
 
+    return on_begin, on_end
+
+
+def _armed_refusal(stat: Callable[..., Any], proc_dev: int | None) -> Callable:
+    """``armed_refusal(event, args)``: what the armed phase refuses beyond the gate's events."""
+    denied_imports, str_bytes = DENIED_IMPORTS, (str, bytes)
+
     def armed_refusal(event: str, args: tuple) -> str | None:
         """What the armed phase refuses beyond the gate's events: imports of memory-access modules
         and opening any file of /proc (``/proc/self/mem`` and friends; symlinks are followed)."""
@@ -328,6 +261,19 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
             except (OSError, ValueError):
                 return None
         return None
+
+    return armed_refusal
+
+
+def _audit_hook(
+    st: dict, trip: Callable, changed_modules: Callable, gate: tuple, armed_refusal: Callable, protected: set
+) -> Callable:
+    """The audit hook itself: the gate's events (``gate``: ``on_begin``, ``on_end``), the records and
+    refusals while the gate is on or the process is armed, the sticky records before that."""
+    on_begin, on_end = gate
+    why_event, id_, tampered = denied_event, id, TraceTampered
+    ev_begin, ev_end, ev_check, ev_arm = EVENT_BEGIN, EVENT_END, EVENT_CHECK, EVENT_ARM
+    settrace_events = ("sys.settrace", "sys.setprofile")
 
     def hook(event: str, args: tuple) -> None:
         if st["busy"]:
@@ -376,6 +322,33 @@ def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) ->
             if event not in settrace_events:  # recorded, not refused: CPython also drops a hook that raised
                 raise tampered(why)
 
+    return hook
+
+
+def install(runner_code: types.CodeType, modules: Iterable[types.ModuleType]) -> None:
+    """Add the guard's audit hook to this process, once (later calls do nothing).
+
+    ``runner_code`` is the code object of the only function allowed to call :func:`begin` and
+    :func:`end`; ``modules`` are the modules whose dicts must not change (identity of every value).
+    The hook and the functions it calls are closures made here (:func:`_recorders`,
+    :func:`_profile_function`, :func:`_preconditions`, :func:`_gate`, :func:`_armed_refusal`,
+    :func:`_audit_hook`); their state ``st`` is reachable from no Python object.
+    """
+    if _STATE.get("installed"):
+        return
+    stat = os.stat
+    proc_dev = _proc_device(stat)
+    guarded = [(m.__name__, vars(m)) for m in modules]
+    snaps = [_dict_snapshot(d) for _, d in guarded]
+    protected = {id(v) for _, d in guarded for v in d.values() if type(v) is types.FunctionType}
+    handlers = _signal_handlers()
+    st: dict[str, Any] = {"gate": False, "armed": False, "busy": 0, "tripped": None, "sticky": None, "runner": None}
+    st.update(trace=None, tracer_globals=None)
+    trip, changed_modules = _recorders(st, guarded, snaps)
+    profile = _profile_function(st, trip)
+    preconditions = _preconditions(st, handlers, changed_modules)
+    gate = _gate(st, trip, changed_modules, preconditions, profile, runner_code)
+    hook = _audit_hook(st, trip, changed_modules, gate, _armed_refusal(stat, proc_dev), protected)
     sys.addaudithook(hook)
     _STATE["installed"] = True
 

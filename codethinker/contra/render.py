@@ -24,6 +24,7 @@ assert f(1) == 1
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from codethinker.contra.tracer import Flow
 
@@ -31,6 +32,7 @@ __all__ = [
     "PROMPT_STYLES",
     "TAGS",
     "THOUGHT_PLACEHOLDER",
+    "ContraTags",
     "last_group",
     "render_prompt",
     "render_trace",
@@ -38,18 +40,24 @@ __all__ = [
     "vanilla_prompt",
 ]
 
-TAGS = (
-    "[TRACE]",
-    "[/TRACE]",
-    "[CODE]",
-    "[/CODE]",
-    "[THOUGHT]",
-    "[/THOUGHT]",
-    "[LOCALS]",
-    "[/LOCALS]",
-    "[RETURN]",
-    "[/RETURN]",
-)
+
+class ContraTags(NamedTuple):
+    """The ten tag lines of a ConTra trace, in the order they open and close: a tuple (``line in
+    TAGS``) whose members are also read by name (``TAGS.trace_end`` is ``"[/TRACE]"``)."""
+
+    trace: str = "[TRACE]"
+    trace_end: str = "[/TRACE]"
+    code: str = "[CODE]"
+    code_end: str = "[/CODE]"
+    thought: str = "[THOUGHT]"
+    thought_end: str = "[/THOUGHT]"
+    locals: str = "[LOCALS]"
+    locals_end: str = "[/LOCALS]"
+    return_: str = "[RETURN]"
+    return_end: str = "[/RETURN]"
+
+
+TAGS = ContraTags()
 THOUGHT_PLACEHOLDER = "<fill in: reasoning for this block>"
 
 
@@ -93,16 +101,16 @@ def render_trace(flow: Flow, thoughts: Sequence[str] | None = None) -> str:
     """The ConTra trace of ``flow``; ``thoughts[i]`` fills block i (empty when omitted)."""
     if thoughts is not None and len(thoughts) != len(flow.blocks):
         raise ValueError(f"{len(thoughts)} thoughts for {len(flow.blocks)} blocks")
-    out = ["[TRACE]"]
+    out = [TAGS.trace]
     for i, b in enumerate(flow.blocks):
-        out.append("[CODE]")
+        out.append(TAGS.code)
         out.extend(lineno_line(n, flow.lines[n]) for n in range(b.start, b.end + 1))
-        out += ["[/CODE]", "[THOUGHT]"]
+        out += [TAGS.code_end, TAGS.thought]
         thought = _clean_thought(thoughts[i]) if thoughts is not None else ""
         if thought:
             out.append(thought)
-        out += ["[/THOUGHT]", "[LOCALS]", b.locals_text, "[/LOCALS]"]
-    out += ["[RETURN]", assertion(flow), "[/RETURN]", "[/TRACE]"]
+        out += [TAGS.thought_end, TAGS.locals, b.locals_text, TAGS.locals_end]
+    out += [TAGS.return_, assertion(flow), TAGS.return_end, TAGS.trace_end]
     return "\n".join(out)
 
 

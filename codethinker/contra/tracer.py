@@ -174,32 +174,19 @@ def prepare_process() -> None:
     _guard.arm()
 
 
-def trace_runner(
-    fn: Callable[..., Any],
-    args: tuple,
-    kwargs: dict,
-    options: dict,
-    *,
-    _guard_fns: tuple = (_guard.install, _guard.begin, _guard.end, _guard.check, _guard.TraceTampered),
-    _helpers: tuple = (_snapshot, bisect.bisect_right, max, range, canonicalize),
-) -> dict[str, Any]:
-    """Run inside the sandbox worker: call ``fn`` under ``sys.settrace`` and record block exits.
-
-    ``options["starts"]`` holds the 0-based first line of every block. Returns plain data:
-    ``{"value": canonical return value, "exits": [locals after block 0, 1, ...]}``. The call runs
-    under :mod:`codethinker.contra._guard`: a sample that touches the tracer's hooks raises
-    :class:`~codethinker.contra._guard.TraceTampered` here (an untraceable sample, never a truth).
-    Everything used while ``fn`` runs is bound as a default (module globals can be patched at run time).
-    """
-    install, begin, end, check, tampered = _guard_fns
-    snapshot, bisect_right, max_, range_, canon = _helpers
-    install(trace_runner.__code__, _guarded_modules())
-    starts: tuple[int, ...] = tuple(options["starts"])
-    if options.get("args_fn"):  # non-literal benchmark inputs, evaluated here inside the sandbox
-        args, kwargs = fn.__globals__[options["args_fn"]]()
-    code = fn.__code__
-    exits: list[dict[str, Any]] = []
-    state: dict[str, Any] = {"frame": None, "block": None, "returned": False, "lost": None}
+def _block_recorder(
+    code: Any,
+    starts: tuple[int, ...],
+    exits: list[dict[str, Any]],
+    state: dict[str, Any],
+    check: Callable[[], None],
+    _helpers: tuple = (_snapshot, bisect.bisect_right, max, range),
+) -> Callable[..., Any]:
+    """The trace function of :func:`trace_runner`: it follows the first call of ``code`` only and, at
+    every block exit, appends the frame's locals to ``exits`` (a skipped block keeps the same locals);
+    ``state`` holds that frame, its block, whether it returned, and a lost line event. Its closures
+    read only what is bound here (defaults and arguments), never a module global."""
+    snapshot, bisect_right, max_, range_ = _helpers
 
     def block_of(lineno: int) -> int:
         return max_(0, bisect_right(starts, lineno - 1) - 1)
@@ -233,6 +220,35 @@ def trace_runner(
             return local
         return None
 
+    return global_trace
+
+
+def trace_runner(
+    fn: Callable[..., Any],
+    args: tuple,
+    kwargs: dict,
+    options: dict,
+    *,
+    _guard_fns: tuple = (_guard.install, _guard.begin, _guard.end, _guard.check, _guard.TraceTampered),
+    _helpers: tuple = (_block_recorder, canonicalize),
+) -> dict[str, Any]:
+    """Run inside the sandbox worker: call ``fn`` under ``sys.settrace`` and record block exits.
+
+    ``options["starts"]`` holds the 0-based first line of every block. Returns plain data:
+    ``{"value": canonical return value, "exits": [locals after block 0, 1, ...]}``. The call runs
+    under :mod:`codethinker.contra._guard`: a sample that touches the tracer's hooks raises
+    :class:`~codethinker.contra._guard.TraceTampered` here (an untraceable sample, never a truth).
+    Everything used while ``fn`` runs is bound as a default (module globals can be patched at run time).
+    """
+    install, begin, end, check, tampered = _guard_fns
+    block_recorder, canon = _helpers
+    install(trace_runner.__code__, _guarded_modules())
+    starts: tuple[int, ...] = tuple(options["starts"])
+    if options.get("args_fn"):  # non-literal benchmark inputs, evaluated here inside the sandbox
+        args, kwargs = fn.__globals__[options["args_fn"]]()
+    exits: list[dict[str, Any]] = []
+    state: dict[str, Any] = {"frame": None, "block": None, "returned": False, "lost": None}
+    global_trace = block_recorder(fn.__code__, starts, exits, state, check)
     begin(global_trace, globals())
     try:
         value = fn(*args, **kwargs)

@@ -138,6 +138,88 @@ def _parse_assert(line: str, entry: str | None, input_text: str | None = None) -
     return value, raw[right.col_offset : right.end_col_offset].decode(errors="replace")
 
 
+class _Lines:
+    """A trace's lines read one at a time; ``pos`` is how many were read (the 1-based number of the
+    last one). :class:`_Eof` past the end, :class:`_Fail` on a rule broken while reading."""
+
+    __slots__ = ("lines", "n", "pos")
+
+    def __init__(self, lines: list[str]):
+        self.lines, self.n, self.pos = lines, len(lines), 0
+
+    def take(self) -> str:
+        if self.pos >= self.n:
+            raise _Eof
+        line = self.lines[self.pos]
+        self.pos += 1
+        if line not in _TAGSET and line.strip() in _TAGSET:
+            raise _Fail("tag_space", f"line {self.pos}: tag with white space: {line[:40]!r}")
+        return line
+
+    def expect(self, tag: str) -> None:
+        got = self.take()
+        if got != tag:
+            raise _Fail("structure", f"line {self.pos}: expected {tag}, got {got[:40]!r}")
+
+    def body(self, close: str) -> list[str]:
+        out = []
+        while (line := self.take()) != close:
+            if line in _TAGSET:
+                raise _Fail("structure", f"line {self.pos}: {line} inside a group before {close}")
+            out.append(line)
+        return out
+
+
+def _trace_lines(text: str, partial: bool) -> list[str]:
+    """The lines of ``text`` to read (``partial``: an unfinished prefix)."""
+    lines = text.split("\n")
+    if not partial and len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # one trailing newline is not text outside the wrapper
+    elif partial and lines[-1] not in _TAGSET:
+        lines.pop()  # an unfinished prefix may end inside a line
+    return lines
+
+
+def _code_block(cur: _Lines, start: int, index: int) -> ParsedBlock:
+    """Block ``index`` after its ``[CODE]`` tag: numbered code lines from LINENO ``start`` on, then
+    its THOUGHT and LOCALS groups (LOCALS unparsed)."""
+    code, next_line = [], start
+    for raw in cur.body(TAGS.code_end):
+        m = _LINENO.match(raw)
+        if not m:
+            raise _Fail("lineno", f"line {cur.pos - 1}: not `[LINENO X]    source`")
+        if int(m.group(1)) != next_line:
+            raise _Fail("lineno_order", f"line {cur.pos - 1}: LINENO {m.group(1)}, expected {next_line}")
+        next_line += 1
+        code.append(m.group(2))
+    if not code:
+        raise _Fail("structure", f"line {cur.pos}: empty [CODE] group")
+    cur.expect(TAGS.thought)
+    thought = "\n".join(cur.body(TAGS.thought_end))
+    cur.expect(TAGS.locals)
+    loc_text = "\n".join(cur.body(TAGS.locals_end))
+    if len(loc_text) > MAX_LITERAL_CHARS:
+        raise _Fail("too_long", f"block {index}: LOCALS longer than the cap")
+    return ParsedBlock(start, next_line - 1, tuple(code), thought, loc_text)
+
+
+def _return_group(
+    cur: _Lines, entry: str | None, known: tuple[str, Any, str] | None, input_text: str | None
+) -> tuple[Any, str]:
+    """``(answer, its text)`` of the RETURN group after its tag, which must close the trace."""
+    ret = [ln for ln in cur.body(TAGS.return_end) if ln.strip(PY_SPACE)]
+    if len(ret) != 1:
+        raise _Fail("return", f"RETURN holds {len(ret)} non-empty lines, expected 1")
+    if known is not None and ret[0].strip(PY_SPACE) == known[0]:
+        value, answer_text = known[1], known[2]
+    else:
+        value, answer_text = _parse_assert(ret[0], entry, input_text)
+    cur.expect(TAGS.trace_end)
+    if cur.pos != cur.n:
+        raise _Fail("wrapper", "text after [/TRACE]")
+    return value, answer_text
+
+
 def _scan(
     text: str,
     entry: str | None,
@@ -149,82 +231,28 @@ def _scan(
     a RETURN that matches the truth character for character."""
     if len(text) > MAX_TRACE_CHARS:
         return Validation(False, "too_long", f"{len(text)} characters > {MAX_TRACE_CHARS}")
-    lines = text.split("\n")
-    if not partial and len(lines) > 1 and lines[-1] == "":
-        lines.pop()  # one trailing newline is not text outside the wrapper
-    elif partial and lines[-1] not in _TAGSET:
-        lines.pop()  # an unfinished prefix may end inside a line
-    n = len(lines)
+    lines = _trace_lines(text, partial)
+    cur = _Lines(lines)
     blocks: list[ParsedBlock] = []
-    pos = 0
-
-    def take() -> str:
-        nonlocal pos
-        if pos >= n:
-            raise _Eof
-        line = lines[pos]
-        pos += 1
-        if line not in _TAGSET and line.strip() in _TAGSET:
-            raise _Fail("tag_space", f"line {pos}: tag with white space: {line[:40]!r}")
-        return line
-
-    def expect(tag: str) -> None:
-        got = take()
-        if got != tag:
-            raise _Fail("structure", f"line {pos}: expected {tag}, got {got[:40]!r}")
-
-    def body(close: str) -> list[str]:
-        out = []
-        while (line := take()) != close:
-            if line in _TAGSET:
-                raise _Fail("structure", f"line {pos}: {line} inside a group before {close}")
-            out.append(line)
-        return out
-
     try:
-        first = take()
-        if first != "[TRACE]":
+        first = cur.take()
+        if first != TAGS.trace:
             raise _Fail("wrapper", "first line must be [TRACE]")
-        if not partial and lines[-1] != "[/TRACE]":
+        if not partial and lines[-1] != TAGS.trace_end:
             raise _Fail("wrapper", "last line must be [/TRACE]")
         next_line = 0
         while True:
-            tag = take()
-            if tag == "[CODE]":
-                code, start = [], next_line
-                for raw in body("[/CODE]"):
-                    m = _LINENO.match(raw)
-                    if not m:
-                        raise _Fail("lineno", f"line {pos - 1}: not `[LINENO X]    source`")
-                    if int(m.group(1)) != next_line:
-                        raise _Fail("lineno_order", f"line {pos - 1}: LINENO {m.group(1)}, expected {next_line}")
-                    next_line += 1
-                    code.append(m.group(2))
-                if not code:
-                    raise _Fail("structure", f"line {pos}: empty [CODE] group")
-                expect("[THOUGHT]")
-                thought = "\n".join(body("[/THOUGHT]"))
-                expect("[LOCALS]")
-                loc_text = "\n".join(body("[/LOCALS]"))
-                if len(loc_text) > MAX_LITERAL_CHARS:
-                    raise _Fail("too_long", f"block {len(blocks)}: LOCALS longer than the cap")
-                blocks.append(ParsedBlock(start, next_line - 1, tuple(code), thought, loc_text))
-            elif tag == "[RETURN]":
+            tag = cur.take()
+            if tag == TAGS.code:
+                blocks.append(_code_block(cur, next_line, len(blocks)))
+                next_line = blocks[-1].end + 1
+            elif tag == TAGS.return_:
                 if not blocks:
                     raise _Fail("structure", "[RETURN] before any block")
-                ret = [ln for ln in body("[/RETURN]") if ln.strip(PY_SPACE)]
-                if len(ret) != 1:
-                    raise _Fail("return", f"RETURN holds {len(ret)} non-empty lines, expected 1")
-                if known is not None and ret[0].strip(PY_SPACE) == known[0]:
-                    value, answer_text = known[1], known[2]
-                else:
-                    value, answer_text = _parse_assert(ret[0], entry, input_text)
-                expect("[/TRACE]")
-                if pos != n:
-                    raise _Fail("wrapper", "text after [/TRACE]")
+                value, answer_text = _return_group(cur, entry, known, input_text)
                 return Validation(True, None, "", tuple(blocks), value, answer_text)
             else:
-                raise _Fail("structure", f"line {pos}: expected [CODE] or [RETURN], got {tag[:40]!r}")
+                raise _Fail("structure", f"line {cur.pos}: expected [CODE] or [RETURN], got {tag[:40]!r}")
     except _Fail as f:
         return Validation(False, f.reason, f.detail, tuple(blocks))
     except _Eof:

@@ -54,6 +54,40 @@ def classify(reason: str) -> tuple[str, str | None]:
     return "untraceable", None
 
 
+def _trace_pairs(
+    records: list[dict[str, Any]], tracer: Callable[[list[tuple[str, str, str]]], list[Any]]
+) -> tuple[list[tuple[str, str, str]], list[tuple[dict[str, Any], int]], list[Any]]:
+    """Every (function, input) pair as a tracer item, the (record, input index) of each, and the
+    tracer's outcomes for them (one per item)."""
+    items: list[tuple[str, str, str]] = []
+    keys: list[tuple[dict[str, Any], int]] = []
+    for rec in records:
+        for i, args in enumerate(rec["inputs"]):
+            items.append((rec["code"], args, rec["entry"]))
+            keys.append((rec, i))
+    outcomes = tracer(items)
+    if len(outcomes) != len(items):
+        raise RuntimeError(f"tracer returned {len(outcomes)} outcomes for {len(items)} items")
+    return items, keys, outcomes
+
+
+def _sample(rec: dict[str, Any], i: int, flow: Any, trace_chars: int) -> dict[str, Any]:
+    """The kept sample of ``rec``'s input ``i``: its expected output and its ConTra truth JSON."""
+    return {
+        "id": f"{rec['task_id']}/{i}",
+        "task_id": rec["task_id"],
+        "input_index": i,
+        "difficulty": rec.get("difficulty"),
+        "entry": rec["entry"],
+        "code": rec["code"],
+        "input": flow.input,
+        "output": flow.output_text,
+        "n_blocks": len(flow.blocks),
+        "trace_chars": trace_chars,
+        "truth": flow.to_json(),
+    }
+
+
 def exec_filter(
     records: list[dict[str, Any]],
     *,
@@ -67,15 +101,7 @@ def exec_filter(
     ``tracer`` is ``trace_many`` with its sandbox settings bound; ``render`` turns a flow
     into its trace text (for the length cap).
     """
-    items: list[tuple[str, str, str]] = []
-    keys: list[tuple[dict[str, Any], int]] = []
-    for rec in records:
-        for i, args in enumerate(rec["inputs"]):
-            items.append((rec["code"], args, rec["entry"]))
-            keys.append((rec, i))
-    outcomes = tracer(items)
-    if len(outcomes) != len(items):
-        raise RuntimeError(f"tracer returned {len(outcomes)} outcomes for {len(items)} items")
+    items, keys, outcomes = _trace_pairs(records, tracer)
     drops: Counter[str] = Counter()
     etypes: Counter[str] = Counter()
     samples: list[dict[str, Any]] = []
@@ -94,21 +120,7 @@ def exec_filter(
         if trace_chars > max_trace_chars:
             drops["trace_too_long"] += 1
             continue
-        samples.append(
-            {
-                "id": f"{rec['task_id']}/{i}",
-                "task_id": rec["task_id"],
-                "input_index": i,
-                "difficulty": rec.get("difficulty"),
-                "entry": rec["entry"],
-                "code": rec["code"],
-                "input": flow.input,
-                "output": flow.output_text,
-                "n_blocks": len(flow.blocks),
-                "trace_chars": trace_chars,
-                "truth": flow.to_json(),
-            }
-        )
+        samples.append(_sample(rec, i, flow, trace_chars))
     functions = len({s["task_id"] for s in samples})
     counts = {
         "functions_in": len(records),

@@ -33,7 +33,6 @@ import copy
 import importlib
 import io
 import re
-import symtable
 import sys
 import tokenize
 from collections import Counter
@@ -42,6 +41,16 @@ from typing import Any
 
 from codethinker.contra.normalize import NormalizeError, normalize_source
 from codethinker.contra.values import NoLiteral, literal_repr, parse_call_args
+from codethinker.data.extract_ast import (
+    _bound_names,
+    _docstring_stmts,
+    _dump,
+    _Expected,
+    _module_globals,
+    _strip_annotations,
+    cached_preamble_names,
+    preamble_names,
+)
 
 __all__ = [
     "DROP_REASONS",
@@ -92,114 +101,6 @@ _ENTRY = re.compile(r"^Solution\(\)\.([A-Za-z_]\w*)$")
 _BUILTINS = set(dir(builtins))
 
 
-def _star_names(module: str) -> list[str]:
-    mod = importlib.import_module(module)
-    names = getattr(mod, "__all__", None)
-    return list(names) if names is not None else [n for n in dir(mod) if not n.startswith("_")]
-
-
-def preamble_names(preamble: str) -> dict[str, tuple[str, str, str]]:
-    """What each module-level name of a preamble is: ``name -> (kind, module_or_text, original)``.
-
-    kind is ``from`` (``from module import original as name``), ``import``, ``assign``
-    (the statement's text) or ``class``/``def`` (helpers that are not extracted).
-    """
-    out: dict[str, tuple[str, str, str]] = {}
-    try:
-        tree = ast.parse(preamble)
-    except SyntaxError:
-        return out
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                if alias.name == "*":
-                    if node.module.split(".")[0] in sys.stdlib_module_names:
-                        out.update({n: ("from", node.module, n) for n in _star_names(node.module)})
-                else:
-                    out[alias.asname or alias.name] = ("from", node.module, alias.name)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                out[alias.asname or alias.name.split(".")[0]] = ("import", alias.name, alias.asname or "")
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            out[node.targets[0].id] = ("assign", ast.unparse(node), node.targets[0].id)
-        elif isinstance(node, ast.ClassDef):
-            out[node.name] = ("class", node.name, node.name)
-        elif isinstance(node, ast.FunctionDef) and out.get(node.name, ("",))[0] != "from":
-            # A helper def that re-implements a name a star import already gave (``pairwise``
-            # over itertools.pairwise) keeps the import; other helper defs are not extracted.
-            out[node.name] = ("def", node.name, node.name)
-    return out
-
-
-_PREAMBLE_CACHE: dict[str, dict[str, tuple[str, str, str]]] = {}
-
-
-def _bound_names(fn: ast.AST) -> set[str]:
-    """Every name bound anywhere inside ``fn`` (parameters included)."""
-    names: set[str] = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            names.update(node.names)
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            names.add(node.rest)
-    return names
-
-
-def _docstring_stmts(body: list[ast.stmt]) -> list[ast.Expr]:
-    """The docstring and the string statements right after it (all no-ops), as normalize_source drops them."""
-    k = 0
-    while (
-        k + 1 < len(body)
-        and isinstance(body[k], ast.Expr)
-        and isinstance(body[k].value, ast.Constant)
-        and isinstance(body[k].value.value, str)
-    ):
-        k += 1
-    return body[:k]  # type: ignore[return-value]
-
-
-class _Expected(ast.NodeTransformer):
-    """The AST the rewritten text must have: docstrings gone, ``self.<entry>`` -> ``f``."""
-
-    def __init__(self, self_name: str | None, entry: str, name: str):
-        self.self_name, self.entry, self.name = self_name, entry, name
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        self.generic_visit(node)
-        node.body = node.body[len(_docstring_stmts(node.body)) :]
-        return node
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        v = node.value
-        if isinstance(v, ast.Name) and v.id == self.self_name and node.attr == self.entry:
-            return ast.Name(id=self.name, ctx=ast.Load())
-        self.generic_visit(node)
-        return node
-
-
-def _strip_annotations(args: ast.arguments) -> ast.arguments:
-    args = copy.deepcopy(args)
-    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-        if a is not None:
-            a.annotation = None
-            a.type_comment = None
-    return args
-
-
-def _dump(node: ast.AST) -> str:
-    return ast.dump(node, include_attributes=False)
-
-
 def _byte_to_char(line: str, col: int) -> int:
     return len(line.encode("utf-8")[:col].decode("utf-8", errors="replace"))
 
@@ -248,10 +149,9 @@ def _source_lines(src: str, method: ast.FunctionDef, sites: list[ast.Attribute],
     return out
 
 
-def extract_function(
-    completion: str, entry_point: str, preamble: str, *, min_lines: int = 5, name: str = "f"
-) -> Extracted:
-    """Rewrite the Solution method named by ``entry_point`` as ``def f``; raises :class:`Drop`."""
+def _parse_method(completion: str, entry_point: str) -> tuple[ast.Module, ast.ClassDef, ast.FunctionDef, str]:
+    """The parsed solution, its (last) ``class Solution``, the method ``entry_point`` names and that
+    method's name; :class:`Drop` ``bad_entry_point``, ``syntax_error``, ``entry_not_found``."""
     m = _ENTRY.match(entry_point.strip())
     if not m:
         raise Drop("bad_entry_point", entry_point)
@@ -264,8 +164,12 @@ def extract_function(
     methods = [n for c in classes[-1:] for n in c.body if getattr(n, "name", None) == entry]
     if not methods or not isinstance(methods[-1], ast.FunctionDef):
         raise Drop("entry_not_found", entry)
-    method = methods[-1]
-    cls = classes[-1]
+    return tree, classes[-1], methods[-1], entry
+
+
+def _self_name(method: ast.FunctionDef) -> str | None:
+    """The method's ``self`` parameter (None for a ``@staticmethod``); :class:`Drop` for any other
+    decorator or a method without parameters."""
     static = False
     for d in method.decorator_list:
         if isinstance(d, ast.Name) and d.id == "staticmethod":
@@ -276,7 +180,14 @@ def extract_function(
     self_name = None if static else (all_args[0].arg if all_args else None)
     if not static and self_name is None:
         raise Drop("uses_self", "the method has no self parameter")
-    # self: only ``self.<entry>`` (recursion) is allowed.
+    return self_name
+
+
+def _recursion_sites(
+    method: ast.FunctionDef, cls: ast.ClassDef, self_name: str | None, entry: str, name: str
+) -> list[ast.Attribute]:
+    """The ``self.<entry>`` references (recursion) to rename to ``name``: the only use of ``self``
+    allowed; :class:`Drop` ``uses_self``, ``needs_other_methods``, ``rename_clash``."""
     parents = {child: node for node in ast.walk(method) for child in ast.iter_child_nodes(node)}
     sites: list[ast.Attribute] = []
     other_methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
@@ -297,8 +208,14 @@ def extract_function(
         n.id for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == name
     }:
         raise Drop("rename_clash", f"'{name}' already names something inside the method")
+    return sites
 
-    # Signature without self and without type hints; hints kept for input generation.
+
+def _signature(
+    method: ast.FunctionDef, self_name: str | None
+) -> tuple[list[ast.arg], dict[str, str], str | None, ast.arguments]:
+    """The positional parameters without ``self``, their type hints and the return hint (kept for
+    input generation), and the arguments without ``self`` and without hints (for ``def f``)."""
     params_args = copy.deepcopy(method.args)
     if self_name is not None:
         if params_args.posonlyargs:
@@ -308,15 +225,14 @@ def extract_function(
     pos = [*params_args.posonlyargs, *params_args.args]
     annotations = {a.arg: ast.unparse(a.annotation) for a in pos if a.annotation is not None}
     returns = ast.unparse(method.returns) if method.returns is not None else None
-    stripped = _strip_annotations(params_args)
-    header = f"def {name}({ast.unparse(stripped)}):"
-    try:
-        body_lines = _source_lines(completion, method, sites, name)
-    except (tokenize.TokenError, SyntaxError) as exc:
-        raise Drop("syntax_error", str(exc)) from None
+    return pos, annotations, returns, _strip_annotations(params_args)
 
-    # Module-level names: from the solution's own module code, else from the preamble.
-    fn_text = "\n".join([header, *body_lines]) + "\n"
+
+def _check_rewrite(
+    completion: str, fn_text: str, entry: str, self_name: str | None, name: str, stripped: ast.arguments
+) -> None:
+    """:class:`Drop` ``rewrite_mismatch`` unless ``fn_text`` parses to exactly the method's AST with
+    docstrings gone, ``self.<entry>`` as ``name``, ``stripped`` arguments and no return hint."""
     try:
         new_tree = ast.parse(fn_text)
     except (SyntaxError, ValueError) as exc:
@@ -328,13 +244,36 @@ def extract_function(
     expected.name, expected.args, expected.returns, expected.decorator_list = name, stripped, None, []
     if _dump(new_tree.body[0]) != _dump(expected):
         raise Drop("rewrite_mismatch", "the rewritten function differs from the original")
-    imports = _imports_for(fn_text, tree, preamble, name)
-    code = "".join(line + "\n" for line in imports) + fn_text
-    # Hints that name anything but typing / builtins mean helper classes (ListNode, TreeNode, ...).
+
+
+def _check_hints(annotations: dict[str, str], returns: str | None) -> None:
+    """Hints that name anything but typing / builtins mean helper classes (ListNode, TreeNode, ...)."""
     for hint in [*annotations.values(), returns or ""]:
         for n in re.findall(r"[A-Za-z_]\w*", hint):
             if n not in _BUILTINS and not hasattr(importlib.import_module("typing"), n):
                 raise Drop("needs_helper_class", f"type hint names {n}")
+
+
+def extract_function(
+    completion: str, entry_point: str, preamble: str, *, min_lines: int = 5, name: str = "f"
+) -> Extracted:
+    """Rewrite the Solution method named by ``entry_point`` as ``def f``; raises :class:`Drop`."""
+    tree, cls, method, entry = _parse_method(completion, entry_point)
+    self_name = _self_name(method)
+    sites = _recursion_sites(method, cls, self_name, entry, name)  # self: only ``self.<entry>`` (recursion)
+    pos, annotations, returns, stripped = _signature(method, self_name)
+    header = f"def {name}({ast.unparse(stripped)}):"
+    try:
+        body_lines = _source_lines(completion, method, sites, name)
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise Drop("syntax_error", str(exc)) from None
+
+    # Module-level names: from the solution's own module code, else from the preamble.
+    fn_text = "\n".join([header, *body_lines]) + "\n"
+    _check_rewrite(completion, fn_text, entry, self_name, name, stripped)
+    imports = _imports_for(fn_text, tree, preamble, name)
+    code = "".join(line + "\n" for line in imports) + fn_text
+    _check_hints(annotations, returns)
     try:
         norm = normalize_source(code, name)
     except NormalizeError as exc:
@@ -345,22 +284,8 @@ def extract_function(
     return Extracted(code, [a.arg for a in pos], annotations, returns, n_lines, bool(sites))
 
 
-def _module_globals(text: str, name: str) -> set[str]:
-    """Names the function ``name`` (and its nested scopes) reads from module level."""
-    table = symtable.symtable(text, "<f>", "exec")
-    out: set[str] = set()
-    stack = [c for c in table.get_children() if c.get_name() == name]
-    while stack:
-        t = stack.pop()
-        out.update(s.get_name() for s in t.get_symbols() if s.is_global() and s.is_referenced())
-        stack.extend(t.get_children())
-    return out - {name}
-
-
 def _imports_for(fn_text: str, tree: ast.Module, preamble: str, name: str) -> list[str]:
-    if preamble not in _PREAMBLE_CACHE:
-        _PREAMBLE_CACHE[preamble] = preamble_names(preamble)
-    table = dict(_PREAMBLE_CACHE[preamble])
+    table = dict(cached_preamble_names(preamble))
     module_code: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.Import | ast.ImportFrom):

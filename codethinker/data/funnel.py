@@ -25,12 +25,11 @@ def _reasons(d: dict[str, Any] | None) -> str:
     return text or "none"
 
 
-def build_funnel(m: dict[str, dict[str, Any]], profile: str) -> dict[str, Any]:
-    """``m`` maps stage name -> that stage's metrics dict."""
-    fetch, ast_f, gen, ex, dd, sft = (
-        m[k] for k in ("fetch", "ast_filter", "gen_inputs", "exec_filter", "dedup", "contra_sft")
-    )
-    steps = [
+def _source_steps(
+    fetch: dict[str, Any], ast_f: dict[str, Any], gen: dict[str, Any], profile: str
+) -> list[dict[str, Any]]:
+    """The funnel up to the generated inputs: source, static filter, profile slice, input generation."""
+    return [
         {
             "step": "0 source",
             "rule": "LeetCodeDataset train v0.1.0 + v0.2.0, deduplicated by task_id",
@@ -63,6 +62,14 @@ def build_funnel(m: dict[str, dict[str, Any]], profile: str) -> dict[str, Any]:
             "unit": "pairs",
             "dropped": {"not_generated": gen["short_of_n"], **gen.get("rejected_lines", {})},
         },
+    ]
+
+
+def _filter_steps(
+    fetch: dict[str, Any], ex: dict[str, Any], dd: dict[str, Any], sft: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The funnel from the generated pairs on: execution filter, similarity filter, ConTra extraction."""
+    return [
         {
             "step": "3 execution filter",
             "rule": "sandbox + tracer, 2 s timeout; literal output, traceable",
@@ -89,6 +96,14 @@ def build_funnel(m: dict[str, dict[str, Any]], profile: str) -> dict[str, Any]:
             "dropped": sft["rejected"],
         },
     ]
+
+
+def build_funnel(m: dict[str, dict[str, Any]], profile: str) -> dict[str, Any]:
+    """``m`` maps stage name -> that stage's metrics dict."""
+    fetch, ast_f, gen, ex, dd, sft = (
+        m[k] for k in ("fetch", "ast_filter", "gen_inputs", "exec_filter", "dedup", "contra_sft")
+    )
+    steps = _source_steps(fetch, ast_f, gen, profile) + _filter_steps(fetch, ex, dd, sft)
     return {
         "profile": profile,
         "livecodebench": fetch.get("livecodebench", ""),

@@ -21,7 +21,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from codethinker.evaluation.harness import FORMATS, ModelSpec
+from codethinker.evaluation.harness import FORMATS, EvalConfig, ModelSpec
 
 __all__ = ["CommandError", "add_eval_arguments", "add_report_arguments", "run_eval", "run_report"]
 
@@ -94,13 +94,10 @@ def _mirror(arg: str | None) -> Path | None:
     return mirror_root(base)
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    from codethinker.data.io import RecordError
-    from codethinker.data.sources import SourceError
+def _bench_names(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """``--bench`` split into the generalization benchmarks and the canonical names of the others."""
     from codethinker.evaluation import benchmarks as bm
     from codethinker.evaluation import generalize as gz
-    from codethinker.evaluation.harness import EvalConfig, evaluate_model, model_problem, one_line
-    from codethinker.tracking import stage_run
 
     raw = list(dict.fromkeys(b.strip() for arg in args.bench for b in arg.split(",") if b.strip()))
     general = [b.lower() for b in raw if gz.known(b)]
@@ -108,6 +105,13 @@ def run_eval(args: argparse.Namespace) -> int:
         names = list(dict.fromkeys(bm.canonical_name(b) for b in raw if not gz.known(b)))
     except ValueError as exc:
         raise CommandError(f"{exc}; or a generalization benchmark: {', '.join(gz.NAMES)}") from None
+    return general, names
+
+
+def _eval_setup(args: argparse.Namespace) -> tuple[EvalConfig, ModelSpec]:
+    """The sampling config and the model of ``eval``; :class:`CommandError` when either is wrong."""
+    from codethinker.evaluation.harness import model_problem
+
     try:
         config = EvalConfig(
             runs=args.runs, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit
@@ -117,12 +121,15 @@ def run_eval(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     if problem := model_problem(spec):
         raise CommandError(problem)
-    mirror = _mirror(args.mirror)
-    out = Path(args.out or Path("eval_out") / spec.name)
-    if general:
-        _run_general(args, spec, general, mirror, out)
-    if not names:
-        return 0
+    return config, spec
+
+
+def _prepare_benches(names: list[str], mirror: Path | None) -> dict:
+    """Each benchmark's samples, or the message why it is skipped here (printed)."""
+    from codethinker.data.io import RecordError
+    from codethinker.data.sources import SourceError
+    from codethinker.evaluation import benchmarks as bm
+
     benches: dict = {}
     for name in names:
         try:
@@ -132,6 +139,15 @@ def run_eval(args: argparse.Namespace) -> int:
             benches[name] = str(exc)
         except (SourceError, RecordError) as exc:
             raise CommandError(str(exc)) from None
+    return benches
+
+
+def _evaluate_tracked(args: argparse.Namespace, spec: ModelSpec, config: EvalConfig, benches: dict, out: Path) -> dict:
+    """Evaluate ``spec`` on ``benches`` inside the ``eval`` run: tags, metrics per benchmark, the metrics
+    folder as an artifact; predictions and metrics written under ``out``."""
+    from codethinker.evaluation.harness import evaluate_model
+    from codethinker.tracking import stage_run
+
     options = _engine_options(args)
     with stage_run("eval", {"model": asdict(spec), "config": asdict(config), "backend": args.backend}) as run:
         run.set_tags({"eval.model": spec.name, "eval.path": spec.model, "eval.format": spec.format})
@@ -152,6 +168,21 @@ def run_eval(args: argparse.Namespace) -> int:
             if not m.get("skipped"):
                 run.log_metrics({f"{bench}.{k}": v for k, v in m.items() if isinstance(v, int | float)})
         run.log_artifact(out / "metrics", "metrics")
+    return results
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from codethinker.evaluation.harness import one_line
+
+    general, names = _bench_names(args)
+    config, spec = _eval_setup(args)
+    mirror = _mirror(args.mirror)
+    out = Path(args.out or Path("eval_out") / spec.name)
+    if general:
+        _run_general(args, spec, general, mirror, out)
+    if not names:
+        return 0
+    results = _evaluate_tracked(args, spec, config, _prepare_benches(names, mirror), out)
     for m in results.values():
         print(one_line(m))
     print(f"predictions and metrics in {out}/", file=sys.stderr)

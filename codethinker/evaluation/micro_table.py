@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codethinker.evaluation.report import exp_revs
+from codethinker.evaluation.report_sources import exp_revs
 
 __all__ = ["BASELINES", "METRICS", "SEEDS", "VARIANTS", "Variant", "collect", "commands", "table", "variant_of"]
 

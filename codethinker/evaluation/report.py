@@ -8,6 +8,8 @@ Sources of results (one per call):
 - for Table 2, DVC experiments: the JSON of ``dvc exp show --json`` (each ablation is one
   ``dvc exp run``, see :func:`ablation_commands`); without it, the ablation rows list the commands.
 
+The readers of these sources are in :mod:`codethinker.evaluation.report_sources`.
+
 Tables: (1) models x benchmarks with the average, pass@1 as mean ± std over the runs, in %;
 (2) the ablations of paper Table 2; (3) thinking depth (generated tokens) and RCS from base to
 SFT to GRPO. Numbers quoted from the paper are marked "(paper)": they are Qwen2.5-Coder-7B-Instruct
@@ -16,15 +18,13 @@ figures from the paper's text, not results of this project.
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from codethinker.evaluation.benchmarks import BENCHMARKS, DISPLAY, PAPER_COUNTS
+from codethinker.evaluation.report_sources import ModelResult, from_dvc_exps, from_metrics_dir, from_mlflow
 
 __all__ = [
     "ABLATIONS",
@@ -66,114 +66,6 @@ ABLATIONS = (
     Ablation("wo-dbs-orm", "w/o DBS, w/o ORM", "grpo", (*_NO_DBS, ("grpo.crm.orm", False)), -1.09 - 0.41),
     Ablation("wo-dbs-ccw", "w/o DBS, w/o CCW", "grpo", (*_NO_DBS, ("grpo.crm.ccw", False)), -1.09 - 0.73),
 )
-
-
-@dataclass
-class ModelResult:
-    name: str
-    source: str
-    benches: dict[str, dict[str, Any]] = field(default_factory=dict)  # bench -> metrics
-
-    def scored(self) -> dict[str, dict[str, Any]]:
-        return {b: m for b, m in self.benches.items() if not m.get("skipped") and m.get("pass1_mean") is not None}
-
-
-# --------------------------------------------------------------------------- sources
-def from_metrics_dir(root: str | os.PathLike[str] = "metrics/eval") -> dict[str, ModelResult]:
-    """``<root>/<model>/<bench>.json`` files, as the evaluate stage writes them."""
-    out: dict[str, ModelResult] = {}
-    for path in sorted(Path(root).glob("*/*.json")):
-        try:
-            m = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: not a metrics JSON ({exc})") from None
-        model = path.parent.name
-        out.setdefault(model, ModelResult(model, str(path.parent))).benches[m.get("benchmark", path.stem)] = m
-    return out
-
-
-_MLFLOW_KEYS = (
-    "pass1_mean",
-    "pass1_std",
-    "pass1_strict_mean",
-    "rcs_mean",
-    "fmt_rate",
-    "answer_rate",
-    "tokens_mean",
-    "n_samples",
-    "untraceable",
-)
-
-
-def _number(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return None if text == "None" else text
-
-
-def from_mlflow(uri: str | None = None, experiment: str | None = None) -> dict[str, ModelResult]:
-    """The newest finished run per ``eval.model`` tag in the project's MLflow experiment."""
-    import mlflow
-
-    from codethinker.tracking import experiment_name, tracking_uri
-
-    mlflow.set_tracking_uri(uri or tracking_uri())
-    runs = mlflow.search_runs(
-        experiment_names=[experiment or experiment_name()],
-        filter_string="attributes.status = 'FINISHED'",
-        order_by=["attributes.start_time DESC"],
-        output_format="list",
-    )
-    out: dict[str, ModelResult] = {}
-    for run in runs:
-        name = run.data.tags.get("eval.model")
-        if not name or name in out:
-            continue
-        res = ModelResult(name, f"mlflow run {run.info.run_id}")
-        params = run.data.params
-        config = {k[7:]: _number(v) for k, v in params.items() if k.startswith("config.")}
-        model = {"name": name, "format": params.get("model.format", "?")}
-        for bench in BENCHMARKS:
-            m = {k: run.data.metrics[f"{bench}.{k}"] for k in _MLFLOW_KEYS if f"{bench}.{k}" in run.data.metrics}
-            if f"{bench}.skipped" in run.data.tags:  # checked first: autolog also logs a skipped file's numbers
-                res.benches[bench] = {"benchmark": bench, "skipped": run.data.tags[f"{bench}.skipped"]}
-            elif "pass1_mean" in m:
-                res.benches[bench] = {"benchmark": bench, "rcs_mean": None, "config": config, "model": model, **m}
-        out[name] = res
-    return out
-
-
-def exp_revs(data: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(name, rev)`` for the workspace, each baseline commit and each experiment of ``dvc exp show --json``."""
-    for top in data:
-        yield ("workspace" if top.get("rev") == "workspace" else top.get("name") or top.get("rev", "?")[:7]), top
-        for exp in top.get("experiments") or []:
-            for rev in exp.get("revs") or []:
-                yield rev.get("name") or exp.get("name") or rev.get("rev", "?")[:7], rev
-
-
-def from_dvc_exps(exp_show: list[dict[str, Any]] | str) -> dict[str, dict[str, ModelResult]]:
-    """``{experiment name: {model: result}}`` from ``dvc exp show --json`` (``workspace`` included)."""
-    data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
-    out: dict[str, dict[str, ModelResult]] = {}
-
-    def add(name: str, rev: dict[str, Any]) -> None:
-        models: dict[str, ModelResult] = {}
-        for path, entry in ((rev.get("data") or {}).get("metrics") or {}).items():
-            parts = Path(path).parts
-            if len(parts) >= 4 and parts[-4:-2] == ("metrics", "eval") and "data" in entry:
-                m = entry["data"]
-                model = parts[-2]
-                models.setdefault(model, ModelResult(model, f"dvc exp {name}")).benches[Path(path).stem] = m
-        if models:
-            out[name] = models
-
-    for name, rev in exp_revs(data):
-        add(name, rev)
-    return out
 
 
 def ablation_commands(params: Mapping[str, Any] | None = None) -> dict[str, str]:
@@ -321,26 +213,11 @@ def _config_line(results: Mapping[str, ModelResult]) -> str:
     return ""
 
 
-def render_report(
-    results: Mapping[str, ModelResult],
-    exps: Mapping[str, Mapping[str, ModelResult]] | None = None,
-    *,
-    params: Mapping[str, Any] | None = None,
-    title: str = "Results",
-    note: str | None = None,
-    micro: Mapping[str, Any] | None = None,
-    general: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
-) -> str:
-    """The whole Markdown report: samples, Table 1, Table 2, Table 2 in miniature (``micro``: the
-    :func:`codethinker.evaluation.micro_table.collect` of the experiments), thinking depth and RCS, and
-    Table 4 (``general``: :func:`codethinker.evaluation.general_report.from_dir`) when given."""
-    from codethinker.evaluation import general_report, micro_table
-
-    exps = dict(exps or {})
-    if "workspace" not in exps:
-        exps["workspace"] = dict(results)
+def _opening(results: Mapping[str, ModelResult], title: str, note: str | None) -> list[str]:
+    """The title, how pass@1 is judged and where the results come from, the settings, the samples and
+    Table 1."""
     src = sorted({r.source for r in results.values()})
-    parts = [
+    return [
         f"# {title}",
         "",
         *([note, ""] if note else []),
@@ -363,6 +240,16 @@ def render_report(
         "over CodeReasoner (+3.43 CRUXEval-O, +1.71 LCB-O, +4.95 REval-FO) did. An average marked "
         "(k/3) covers only the k benchmarks evaluated.",
         "",
+    ]
+
+
+def _ablations(
+    exps: Mapping[str, Mapping[str, ModelResult]], params: Mapping[str, Any] | None, micro: Mapping[str, Any] | None
+) -> list[str]:
+    """Table 2 (the DVC experiments) and Table 2 in miniature (train_eval), with their commands."""
+    from codethinker.evaluation import micro_table
+
+    return [
         "## Table 2: ablations",
         "",
         table2(exps, ablation_commands(params)),
@@ -386,6 +273,46 @@ def render_report(
         *micro_table.commands(variants=micro_table.BASELINES),
         "```",
         "",
+    ]
+
+
+def _generalization(general: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[str]:
+    """Table 4 and, when a language was evaluated, Table 12 (CRUXEval-X per language)."""
+    from codethinker.evaluation import general_report
+
+    parts = [
+        "## Table 4: generalization (pass@1, %, [95% interval over problems] (problems))",
+        "",
+        general_report.table(general),
+        "",
+        general_report.PAPER_NOTE,
+        "",
+    ]
+    x_table = general_report.table12(general)
+    if len(x_table.splitlines()) > 2:  # a language evaluated
+        parts += ["## Table 12: CRUXEval-X per language (pass@1, %, (problems))", "", x_table, ""]
+    return parts
+
+
+def render_report(
+    results: Mapping[str, ModelResult],
+    exps: Mapping[str, Mapping[str, ModelResult]] | None = None,
+    *,
+    params: Mapping[str, Any] | None = None,
+    title: str = "Results",
+    note: str | None = None,
+    micro: Mapping[str, Any] | None = None,
+    general: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> str:
+    """The whole Markdown report: samples, Table 1, Table 2, Table 2 in miniature (``micro``: the
+    :func:`codethinker.evaluation.micro_table.collect` of the experiments), thinking depth and RCS, and
+    Table 4 (``general``: :func:`codethinker.evaluation.general_report.from_dir`) when given."""
+    exps = dict(exps or {})
+    if "workspace" not in exps:
+        exps["workspace"] = dict(results)
+    parts = [
+        *_opening(results, title, note),
+        *_ablations(exps, params, micro),
         "## Thinking depth and RCS (base → SFT → GRPO)",
         "",
         depth_rcs_table(results),
@@ -395,15 +322,5 @@ def render_report(
         "",
     ]
     if general:
-        parts += [
-            "## Table 4: generalization (pass@1, %, [95% interval over problems] (problems))",
-            "",
-            general_report.table(general),
-            "",
-            general_report.PAPER_NOTE,
-            "",
-        ]
-        x_table = general_report.table12(general)
-        if len(x_table.splitlines()) > 2:  # a language evaluated
-            parts += ["## Table 12: CRUXEval-X per language (pass@1, %, (problems))", "", x_table, ""]
+        parts += _generalization(general)
     return "\n".join(parts)
