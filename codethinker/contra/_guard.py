@@ -144,10 +144,10 @@ def _recorders(st: dict[str, Any], guarded: list[tuple[str, dict]], snaps: list)
 
 def _profile_function(st: dict[str, Any], trip: Callable) -> Callable:
     """The profile function set with the trace function: refuses the denied C calls and any call from
-    the sample into this module or the tracer (the runner's own call of :func:`end` excepted)."""
+    the sample into this module, its rules or the tracer (the runner's own call of :func:`end` excepted)."""
     tampered, why_call = TraceTampered, denied_call
     end_code = end.__code__
-    own_globals = globals()
+    own_globals, rules_globals = globals(), denied_call.__globals__
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if not st["gate"]:
@@ -159,7 +159,7 @@ def _profile_function(st: dict[str, Any], trip: Callable) -> Callable:
                 raise tampered(why)
         elif event == "call":
             g = frame.f_globals
-            if g is own_globals or g is st["tracer_globals"]:
+            if g is own_globals or g is rules_globals or g is st["tracer_globals"]:
                 if frame.f_code is end_code and frame.f_back is st["runner"]:
                     return
                 why = f"the sample called the tracer's own code ({frame.f_code.co_name})"

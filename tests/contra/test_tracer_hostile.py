@@ -82,6 +82,8 @@ ATTACKS = {
     "audit_hook_at_module_level": body("", "import sys\nsys.addaudithook(lambda event, args: None)\n"),
     "forged_guard_end": body('    sys.audit("codethinker.tracer.guard.end")\n', "import sys\n"),
     "raw_fd_write": body("    os.write(1, b'x')\n", "import os\n"),
+    # the guard's rules live in their own module since the split: still the tracer's own code to a sample
+    "call_guard_rules": body("    r.denied_event('open', ())\n", "import codethinker.contra._guard_rules as r\n"),
 }
 
 
