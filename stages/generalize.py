@@ -33,11 +33,11 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m stages.generalize", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (base, sft, grpo)")
     args = ap.parse_args(argv)
-    params, ev = load_config(GeneralizeConfig), load_config(EvaluateConfig)
+    cfg, ev = load_config(GeneralizeConfig), load_config(EvaluateConfig)
     spec = ev.model(args.model, "generalize").spec(args.model, with_format=False)  # generalize: its own prompts
     if problem := model_problem(spec):
         raise SystemExit(f"generalize@{spec.name}: {problem}")
-    config = params.sampling
+    config = cfg.sampling
     engine_opts, backend = ev.engine.options(), ev.engine.backend
     with stage_run(f"generalize@{spec.name}", {"model": asdict(spec), "config": asdict(config)}) as run:
         try:
@@ -47,10 +47,10 @@ def main(argv: list[str] | None = None) -> None:
         try:
             results = run_benchmarks(
                 engine,
-                params.benchmarks,
+                cfg.benchmarks,
                 config,
-                mirror=params.base.mirror_root(),
-                cache_dir=Path(params.cache_dir),
+                mirror=cfg.base.mirror_root(),
+                cache_dir=Path(cfg.cache_dir),
                 pred_dir=Path("data/generalize") / spec.name,
                 metrics_dir=Path("metrics/generalize") / spec.name,
                 extra={"model": asdict(spec)},
