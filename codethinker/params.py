@@ -1,4 +1,7 @@
-"""params.yaml access: one section per stage plus ``base`` (seed, mirror, tracking).
+"""params.yaml as plain data: reading the file, resolving ``{profile: value}`` mappings.
+
+Stages read their section typed, through :func:`codethinker.config.load_config` (built on these);
+the plain mappings serve the tools that look at the whole file (preflight, the Prefect flow).
 
 >>> load_section("fetch", path="params.yaml")  # doctest: +SKIP
 {'sources': [...], ...}
@@ -21,7 +24,6 @@ __all__ = [
     "load_params",
     "load_section",
     "mirror_root",
-    "policy_model",
     "resolve_params",
 ]
 
@@ -49,8 +51,9 @@ def load_params(path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
 
 
 def load_section(name: str, path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
-    """The stage's section, every ``{profile: value}`` resolved for ``base.profile``
-    (:func:`resolve_params`); ``base`` is available as ``section['base']``."""
+    """A section as a plain mapping, every ``{profile: value}`` resolved for ``base.profile``
+    (:func:`resolve_params`); ``base`` is available as ``section['base']``. Untyped: the project's
+    stages use :func:`codethinker.config.load_config`."""
     data = load_params(path)
     if name not in data:
         raise ParamsError(f"{path}: no section '{name}'")
@@ -58,11 +61,6 @@ def load_section(name: str, path: str | os.PathLike[str] = "params.yaml") -> dic
     section = dict(data[name] or {})
     section.setdefault("base", data["base"])
     return section
-
-
-def policy_model(path: str | os.PathLike[str] = "params.yaml") -> str:
-    """``model.base`` for the current profile: the policy's local folder or hub id."""
-    return str((resolve_params(load_params(path)).get("model") or {}).get("base") or "models/base")
 
 
 def mirror_root(base: dict[str, Any]) -> Path | None:
@@ -150,10 +148,3 @@ def resolve_params(data: dict[str, Any], profile: str | None = None) -> dict[str
     out = {"base": resolved_base} if "base" not in data else {}
     out.update({k: resolved_base if k == "base" else walk(v, str(k)) for k, v in data.items()})
     return out
-
-
-def trace_thoughts(base: dict[str, Any], path: str | os.PathLike[str] = "params.yaml") -> bool:
-    """Whether the policy's SFT traces carry thoughts (``contra_sft.teacher`` is not ``none``):
-    the stages that size a response budget from the truths read it."""
-    teacher = load_params(path).get("contra_sft", {}).get("teacher", "template")
-    return by_profile(teacher, base) != "none"

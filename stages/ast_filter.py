@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.data import AstFilterConfig
 from codethinker.data.extract import filter_problems
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
-from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
 IN = Path("data/fetch/problems.jsonl")
@@ -21,9 +22,9 @@ METRICS = Path("metrics/ast_filter.json")
 FIELDS = {"task_id": str, "entry_point": str, "preamble": str, "completion": str, "input_output": list}
 
 
-def run(params: dict) -> dict:
+def run(cfg: AstFilterConfig) -> dict:
     problems = read_jsonl(IN, FIELDS)
-    kept, drops, bad_examples = filter_problems(problems, min_lines=int(params.get("min_lines", 5)))
+    kept, drops, bad_examples = filter_problems(problems, min_lines=cfg.min_lines)
     write_jsonl(OUT, kept)
     metrics = {
         "problems": len(problems),
@@ -38,9 +39,10 @@ def run(params: dict) -> dict:
 
 
 def main() -> None:
-    params = load_section("ast_filter")
+    cfg = load_config(AstFilterConfig)
+    params = cfg.as_dict()
     with stage_run("ast_filter", params) as tracked:
-        metrics = run(params)
+        metrics = run(cfg)
         tracked.log_metrics(metrics)
     print(f"ast_filter: {metrics['problems']} problems -> {metrics['functions']} functions; {metrics['dropped']}")
 

@@ -17,10 +17,11 @@ import json
 import os
 from pathlib import Path
 
+from codethinker.config import as_dict, load_config
+from codethinker.config.bootstrap import BootstrapConfig
 from codethinker.data.io import iter_jsonl
-from codethinker.params import load_section
 from codethinker.tracking import stage_run
-from codethinker.training.bootstrap import TinyShape, build_tiny_model
+from codethinker.training.bootstrap import build_tiny_model
 from codethinker.training.tokenizer import train_bpe
 
 CORPUS = Path("data/contra_sft/sft.jsonl")
@@ -33,27 +34,23 @@ def corpus_texts(path: Path):
 
 
 def main() -> None:
-    p = load_section("bootstrap")
-    base = p["base"]
-    kind = str(p.get("tokenizer", "mirror"))
+    cfg = load_config(BootstrapConfig)
+    p = cfg.as_dict()
+    kind = cfg.tokenizer
     if kind == "train":
         texts = list(corpus_texts(CORPUS))
         if not texts:
             raise SystemExit(f"bootstrap: {CORPUS} has no rows to train the tokenizer on (run contra_sft first)")
-        tokenizer = train_bpe(texts, int(p.get("vocab_size", 1024)), str(p.get("bpe_split", "word")))
+        tokenizer = train_bpe(texts, cfg.vocab_size, cfg.bpe_split)
     elif kind == "mirror":
-        tokenizer = Path(os.environ.get("CODETHINKER_TOKENIZER") or base.get("tokenizer_mirror", ""))
+        tokenizer = Path(os.environ.get("CODETHINKER_TOKENIZER") or cfg.base.tokenizer_mirror or "")
         if not (tokenizer / "vocab.json").is_file() and not (tokenizer / "tokenizer.json").is_file():
             raise SystemExit(f"bootstrap: no tokenizer files in {tokenizer} (set base.tokenizer_mirror)")
     else:
         raise SystemExit(f"bootstrap.tokenizer must be 'train' or 'mirror', got {kind!r}")
-    shape = p.get("shape") or {}
-    unknown = set(shape) - set(TinyShape.__dataclass_fields__)
-    if unknown:
-        raise SystemExit(f"bootstrap.shape: unknown keys {sorted(unknown)}")
-    out = Path(p.get("out", "models/base"))
+    out = Path(cfg.out)
     with stage_run("bootstrap", p) as run:
-        build_tiny_model(out, tokenizer, seed=int(base.get("seed", 0)), **shape)
+        build_tiny_model(out, tokenizer, seed=cfg.base.seed, **as_dict(cfg.shape))
         meta = json.loads((out / "bootstrap.json").read_text())
         run.log_params({"vocab_size": meta["vocab_size"], "parameters": meta["parameters"]})
     print(f"bootstrap: wrote {out} ({meta['parameters']:,} parameters, {meta['tokenizer']})")

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from codethinker.config import load_config
+from codethinker.config.data import ContraSFTConfig
 from codethinker.contra.tracer import Flow
 from codethinker.data.funnel import build_funnel, funnel_markdown
 from codethinker.data.io import atomic_write, read_jsonl, write_json, write_jsonl
-from codethinker.data.llm import ChatClient, ChatConfig
+from codethinker.data.llm import ChatClient
 from codethinker.data.sft import extract_traces, grpo_record, sft_record, split_by_function
 from codethinker.data.synth import sample_source
-from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
 IN = Path("data/dedup/samples.jsonl")
@@ -45,23 +46,20 @@ def split_synth(samples: list[dict], seed: int, n_eval: int, n_grpo: int) -> tup
     return pick(lambda t: t not in held and t not in grpo), pick(grpo.__contains__), pick(held.__contains__)
 
 
-def run(params: dict) -> dict:
-    base = params["base"]
-    seed = int(base.get("seed", 0))
-    prompt = str(params.get("prompt", "instruct"))
+def run(cfg: ContraSFTConfig) -> dict:
+    seed = cfg.base.seed
+    prompt = cfg.prompt
     samples = read_jsonl(IN, {"id": str, "task_id": str, "truth": str})
     synth = [s for s in samples if sample_source(s) == "synth"]
-    split = params.get("synth_split", {}) or {}
-    synth_sft, synth_grpo, synth_eval = split_synth(synth, seed, int(split.get("eval", 0)), int(split.get("grpo", 0)))
+    synth_sft, synth_grpo, synth_eval = split_synth(synth, seed, cfg.synth_split.eval, cfg.synth_split.grpo)
     sft_half, grpo_half = split_by_function([s for s in samples if sample_source(s) == "leetcode"], seed)
     sft_half = synth_sft + sft_half
-    teacher = str(params.get("teacher", "template"))
+    teacher = cfg.teacher
     clients = []
     if teacher == "llm":
-        cfg = ChatConfig.from_params(params.get("llm", {}))
-        for a in range(int(params.get("attempts", 2))):
-            seeded = dataclasses.replace(cfg, seed=(cfg.seed or 0) + a)
-            clients.append(ChatClient(seeded, params.get("cache_dir")))
+        for a in range(cfg.attempts):
+            seeded = dataclasses.replace(cfg.llm, seed=(cfg.llm.seed or 0) + a)
+            clients.append(ChatClient(seeded, cfg.cache_dir))
     flows = [Flow.from_json(s["truth"]) for s in sft_half]
     try:
         traces, rejected = extract_traces(flows, teacher=teacher, clients=clients)
@@ -70,10 +68,10 @@ def run(params: dict) -> dict:
             c.close()
     sft_rows = [sft_record(s, f, t, prompt) for s, f, t in zip(sft_half, flows, traces, strict=True) if t is not None]
     # Held-out GRPO prompts: whole functions, the first ones of the GRPO half's order.
-    n_eval = int(params.get("eval_functions", 8))
+    n_eval = cfg.eval_functions
     grpo_fns = list(dict.fromkeys(s["task_id"] for s in grpo_half))
     held = set(grpo_fns[:n_eval])
-    src = params.get("data_source", "leetcode_reasoning")
+    src = cfg.data_source
     train = synth_grpo + [s for s in grpo_half if s["task_id"] not in held]
     evals = synth_eval + [s for s in grpo_half if s["task_id"] in held]
     write_jsonl(OUT / "sft.jsonl", sft_rows)
@@ -102,7 +100,7 @@ def run(params: dict) -> dict:
         }
     write_json(METRICS, metrics)
     stage_metrics = {k: json.loads(Path(f"metrics/{k}.json").read_text()) for k in STAGES}
-    profile = str(base.get("profile", "default"))
+    profile = cfg.base.profile
     funnels = json.loads(FUNNEL.read_text()) if FUNNEL.is_file() else {}
     funnels[profile] = build_funnel({**stage_metrics, "contra_sft": metrics}, profile)
     funnels = {p: funnels[p] for p in ("default", "full") if p in funnels}
@@ -113,9 +111,10 @@ def run(params: dict) -> dict:
 
 
 def main() -> None:
-    params = load_section("contra_sft")
+    cfg = load_config(ContraSFTConfig)
+    params = cfg.as_dict()
     with stage_run("contra_sft", params) as tracked:
-        metrics = run(params)
+        metrics = run(cfg)
         tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("teacher", "prompt")})
         tracked.log_artifact(FUNNEL_MD)
     print(f"contra_sft: SFT {metrics['sft']} traces, GRPO {metrics['grpo_train']} + {metrics['grpo_eval']} held out")

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.data import DedupConfig
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
 from codethinker.data.similarity import BUNDLED_MINILM, cached_encoder, load_encoder, similarity_filter
 from codethinker.data.synth import sample_source
-from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
 SAMPLES = Path("data/exec_filter/samples.jsonl")
@@ -24,16 +25,14 @@ SIMILARITY = Path("data/dedup/similarity.jsonl")
 METRICS = Path("metrics/dedup.json")
 
 
-def run(params: dict) -> dict:
-    model = str(params.get("model", BUNDLED_MINILM))
+def run(cfg: DedupConfig) -> dict:
+    model = cfg.model
     if model == BUNDLED_MINILM:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     samples = read_jsonl(SAMPLES, {"id": str, "task_id": str, "code": str, "truth": str})
     benchmarks = read_jsonl(BENCHMARKS, {"benchmark": str, "id": str, "code": str})
-    encode = cached_encoder(
-        load_encoder(model, batch_size=int(params.get("batch_size", 32))), params.get("cache_dir"), model
-    )
-    threshold = float(params.get("threshold", 0.9))
+    encode = cached_encoder(load_encoder(model, batch_size=cfg.batch_size), cfg.cache_dir, model)
+    threshold = cfg.threshold
     synth = [s for s in samples if sample_source(s) == "synth"]
     kept, per_fn, counts = similarity_filter(
         [s for s in samples if sample_source(s) != "synth"], benchmarks, encode, threshold
@@ -50,9 +49,10 @@ def run(params: dict) -> dict:
 
 
 def main() -> None:
-    params = load_section("dedup")
+    cfg = load_config(DedupConfig)
+    params = cfg.as_dict()
     with stage_run("dedup", params) as tracked:
-        metrics = run(params)
+        metrics = run(cfg)
         tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("model", "nearest_top5")})
     print(f"dedup: {metrics['samples_in']} -> {metrics['samples']} samples ({metrics['functions']} functions)")
 

@@ -15,10 +15,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.data import EvalTruthConfig
 from codethinker.data.io import write_json
 from codethinker.data.sources import SourceError
 from codethinker.evaluation.benchmarks import BenchmarkUnavailable, canonical_name, prepare, write_truth
-from codethinker.params import load_section, mirror_root
 from codethinker.sandbox import Sandbox, SandboxConfig
 from codethinker.tracking import stage_run
 
@@ -26,27 +27,27 @@ OUT = Path("data/eval/truth")
 METRICS = Path("metrics/eval_truth.json")
 
 
-def run(params: dict) -> dict:
-    mirror = mirror_root(params["base"])
+def run(cfg: EvalTruthConfig) -> dict:
+    mirror = cfg.base.mirror_root()
     if mirror is None:
-        print(f"eval_truth: no mirror at base.mirror={params['base'].get('mirror')!r}; downloading", file=sys.stderr)
+        print(f"eval_truth: no mirror at base.mirror={cfg.base.mirror!r}; downloading", file=sys.stderr)
     try:
-        names = [canonical_name(b) for b in params.get("benchmarks", [])]
+        names = [canonical_name(b) for b in cfg.benchmarks]
     except ValueError as exc:
         raise SystemExit(f"eval_truth: {exc}") from None
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True)
     metrics: dict = {}
-    config = SandboxConfig(timeout_s=float(params.get("timeout_s", 2.0)))
+    config = SandboxConfig(timeout_s=float(cfg.timeout_s))
     with Sandbox(config) as sb:
         for name in names:
             try:
                 bench = prepare(
                     name,
                     mirror,
-                    params.get("cache_dir", "data/downloads"),
-                    download=bool(params.get("download", True)),
+                    cfg.cache_dir,
+                    download=cfg.download,
                     sandbox=sb,
                 )
             except BenchmarkUnavailable as exc:
@@ -68,9 +69,10 @@ def run(params: dict) -> dict:
 
 
 def main() -> None:
-    params = load_section("eval_truth")
+    cfg = load_config(EvalTruthConfig)
+    params = cfg.as_dict()
     with stage_run("eval_truth", params) as tracked:
-        metrics = run(params)
+        metrics = run(cfg)
         for name, m in metrics.items():
             if "skipped" in m:
                 tracked.set_tags({f"{name}.skipped": m["skipped"]})

@@ -18,10 +18,11 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.evaluate import EvaluateConfig
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.evaluation.benchmarks import BENCHMARKS, load_traced
-from codethinker.evaluation.harness import ModelSpec, eval_config, evaluate_model, model_problem
-from codethinker.params import load_section
+from codethinker.evaluation.harness import evaluate_model, model_problem
 from codethinker.tracking import stage_run
 
 TRUTH = Path("data/eval/truth")
@@ -58,26 +59,19 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m stages.evaluate", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (e.g. base, sft, grpo)")
     args = ap.parse_args(argv)
-    params = load_section("evaluate")
-    base = params["base"]
-    models = params.get("models") or {}
-    if args.model not in models:
-        raise SystemExit(f"evaluate: no model {args.model!r} in evaluate.models; known: {', '.join(models)}")
-    item = models[args.model]
-    fmt = str(item.get("format", "contra"))
-    spec = ModelSpec(args.model, str(item["model"]), item.get("adapter"), fmt)
+    cfg = load_config(EvaluateConfig)
+    spec = cfg.model(args.model, "evaluate").spec(args.model)
     problem = model_problem(spec)
     if problem:
         raise SystemExit(f"evaluate: {problem}")
-    config = eval_config(params, base)
-    engine = dict(params.get("engine") or {})
-    backend = engine.pop("backend", "vllm")
+    config = cfg.sampling
+    engine, backend = cfg.engine.options(), cfg.engine.backend
     pred_dir, metrics_dir = Path("data/eval") / spec.name, Path("metrics/eval") / spec.name
     run_params = {
         "model": asdict(spec),
         "config": asdict(config),
         "engine": {"backend": backend, **engine},
-        "profile": base.get("profile", "default"),
+        "profile": cfg.base.profile,
     }
     with stage_run(f"evaluate@{spec.name}", run_params) as run:
         run.set_tags(
@@ -110,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
             for r, value in enumerate(m["pass1_runs"]):
                 run.log_metrics({f"{bench}.pass1_run": value}, step=r)
         run.log_artifact(metrics_dir, "metrics")
-        if params.get("log_predictions", True):
+        if cfg.log_predictions:
             run.log_artifact(pred_dir, "predictions")
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.data import ExecFilterConfig
 from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import trace_many
 from codethinker.data.execute import exec_filter
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
-from codethinker.params import load_section
 from codethinker.sandbox import SandboxConfig
 from codethinker.tracking import stage_run
 
@@ -26,14 +27,10 @@ METRICS = Path("metrics/exec_filter.json")
 FIELDS = {"task_id": str, "entry": str, "code": str, "inputs": list}
 
 
-def run(params: dict) -> dict:
+def run(cfg: ExecFilterConfig) -> dict:
     """Both sources through the same filter; metrics: LeetCode's counts (the funnel's) at the top,
     the generated programs' under ``synth``."""
-    config = SandboxConfig(
-        timeout_s=float(params.get("timeout_s", 2.0)),
-        memory_mb=int(params.get("memory_mb", 1024)),
-        workers=params.get("workers"),
-    )
+    config = SandboxConfig(timeout_s=float(cfg.timeout_s), memory_mb=cfg.memory_mb, workers=cfg.workers)
     tracer = functools.partial(trace_many, sandbox_config=config, progress="exec_filter")
     kept, metrics = [], {}
     for source, path in INS.items():
@@ -41,8 +38,8 @@ def run(params: dict) -> dict:
             read_jsonl(path, FIELDS),
             tracer=tracer,
             render=render_trace,
-            max_trace_chars=int(params.get("max_trace_chars", 12000)),
-            keep_none=bool(params.get("keep_none", False)),
+            max_trace_chars=cfg.max_trace_chars,
+            keep_none=cfg.keep_none,
         )
         kept += samples
         if source == "leetcode":  # the funnel's counts (top level); the generated programs' under "synth"
@@ -55,9 +52,10 @@ def run(params: dict) -> dict:
 
 
 def main() -> None:
-    params = load_section("exec_filter")
+    cfg = load_config(ExecFilterConfig)
+    params = cfg.as_dict()
     with stage_run("exec_filter", params) as tracked:
-        metrics = run(params)
+        metrics = run(cfg)
         tracked.log_metrics(metrics)
     print(f"exec_filter: {metrics['pairs_in']} pairs -> {metrics['samples']} samples; {metrics['dropped']}")
 

@@ -11,21 +11,22 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.data import FetchConfig
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.sources import SOURCES, load_benchmarks, load_leetcode, load_livecodebench, resolve
-from codethinker.params import load_section, mirror_root
 from codethinker.tracking import stage_run
 
 OUT = Path("data/fetch")
 METRICS = Path("metrics/fetch.json")
 
 
-def run(params: dict) -> dict:
-    mirror = mirror_root(params["base"])
+def run(cfg: FetchConfig) -> dict:
+    mirror = cfg.base.mirror_root()
     if mirror is None:
-        print(f"fetch: no mirror at base.mirror={params['base'].get('mirror')!r}; downloading", file=sys.stderr)
-    cache = params.get("cache_dir", "data/downloads")
-    opts = {"download": bool(params.get("download", True)), "timeout_s": float(params.get("timeout_s", 60))}
+        print(f"fetch: no mirror at base.mirror={cfg.base.mirror!r}; downloading", file=sys.stderr)
+    cache = cfg.cache_dir
+    opts = {"download": cfg.download, "timeout_s": float(cfg.timeout_s)}
     origins: dict[str, str] = {}
 
     def get(key: str) -> Path:
@@ -34,9 +35,9 @@ def run(params: dict) -> dict:
         path, origins[key] = resolve(SOURCES[key], mirror, cache, **opts)
         return path
 
-    splits = [(name.removesuffix("-train"), get(f"leetcode/{name}")) for name in params["leetcode"]]
+    splits = [(name.removesuffix("-train"), get(f"leetcode/{name}")) for name in cfg.leetcode]
     problems, counts = load_leetcode(splits)
-    wanted = set(params.get("benchmarks", []))
+    wanted = set(cfg.benchmarks)
     benchmarks = load_benchmarks(
         get("cruxeval") if "cruxeval" in wanted else None, get("reval") if "reval" in wanted else None
     )
@@ -63,9 +64,10 @@ def run(params: dict) -> dict:
 
 
 def main() -> None:
-    params = load_section("fetch")
+    cfg = load_config(FetchConfig)
+    params = cfg.as_dict()
     with stage_run("fetch", params) as tracked:
-        metrics = run(params)
+        metrics = run(cfg)
         tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("origins", "livecodebench")})
         tracked.set_tags({"livecodebench": metrics["livecodebench"]})
     print(f"fetch: {metrics['problems']} problems, benchmark programs {metrics['benchmark_programs']}")

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codethinker.config import as_dict, load_config
+from codethinker.config.data import GenInputsConfig
 from codethinker.data.inputs import generate, select_functions
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
-from codethinker.data.llm import ChatClient, ChatConfig
-from codethinker.params import load_section
+from codethinker.data.llm import ChatClient
 from codethinker.tracking import stage_run
 
 IN = Path("data/ast_filter/functions.jsonl")
@@ -23,22 +24,20 @@ METRICS = Path("metrics/gen_inputs.json")
 FIELDS = {"task_id": str, "entry": str, "code": str, "params": list, "annotations": dict, "examples": list}
 
 
-def run(params: dict) -> dict:
-    base = params["base"]
+def run(cfg: GenInputsConfig) -> dict:
     functions = read_jsonl(IN, FIELDS)
-    limit = params.get("functions", 0)
-    chosen = select_functions(functions, int(limit or 0), int(base.get("seed", 0)))
-    backend = params.get("backend", "mutate")
+    chosen = select_functions(functions, cfg.functions or 0, cfg.base.seed)
+    backend = cfg.backend
     client = None
     if backend == "llm":
-        client = ChatClient(ChatConfig.from_params(params.get("llm", {})), params.get("cache_dir"))
+        client = ChatClient(cfg.llm, cfg.cache_dir)
     try:
         records, counts = generate(
             chosen,
             backend=backend,
-            n=int(params.get("n_inputs", 15)),
-            seed=int(base.get("seed", 0)),
-            mutate=params.get("mutate", {}),
+            n=cfg.n_inputs,
+            seed=cfg.base.seed,
+            mutate=as_dict(cfg.mutate),
             client=client,
         )
     finally:
@@ -53,9 +52,10 @@ def run(params: dict) -> dict:
 
 
 def main() -> None:
-    params = load_section("gen_inputs")
+    cfg = load_config(GenInputsConfig)
+    params = cfg.as_dict()
     with stage_run("gen_inputs", params) as tracked:
-        metrics = run(params)
+        metrics = run(cfg)
         tracked.log_metrics({k: v for k, v in metrics.items() if k != "backend"})
     print(f"gen_inputs: {metrics['functions']} functions -> {metrics['pairs']} pairs ({metrics['backend']})")
 

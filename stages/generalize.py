@@ -15,41 +15,30 @@ from __future__ import annotations
 import argparse
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
+from codethinker.config import load_config
+from codethinker.config.evaluate import EvaluateConfig
+from codethinker.config.generalize import GeneralizeConfig
 from codethinker.data.io import RecordError
 from codethinker.data.sources import SourceError
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.evaluation.generalize import GenConfig, run_benchmarks
-from codethinker.evaluation.harness import ModelSpec, close_engine, model_problem, open_engine
-from codethinker.params import load_section, mirror_root
+from codethinker.evaluation.generalize import run_benchmarks
+from codethinker.evaluation.harness import close_engine, model_problem, open_engine
 from codethinker.tracking import stage_run
 
 LOGGED = ("pass1", "pass1_ci_low", "pass1_ci_high", "tokens_mean", "truncated_rate", "gen_seconds", "judge_seconds")
-
-
-def gen_config(params: dict[str, Any]) -> GenConfig:
-    """:class:`GenConfig` from the ``generalize`` section (seed: ``base.seed``)."""
-    values = {k: v for k, v in params.items() if k in GenConfig.__dataclass_fields__}
-    values.setdefault("seed", int(params["base"].get("seed", 0)))
-    return GenConfig(**values)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m stages.generalize", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (base, sft, grpo)")
     args = ap.parse_args(argv)
-    params, ev = load_section("generalize"), load_section("evaluate")
-    models = ev.get("models") or {}
-    if args.model not in models:
-        raise SystemExit(f"generalize: no model {args.model!r} in evaluate.models; known: {', '.join(models)}")
-    item = models[args.model]
-    spec = ModelSpec(args.model, str(item["model"]), item.get("adapter"))
+    cfg, ev = load_config(GeneralizeConfig), load_config(EvaluateConfig)
+    spec = ev.model(args.model, "generalize").spec(args.model, with_format=False)  # generalize: its own prompts
     if problem := model_problem(spec):
         raise SystemExit(f"generalize@{spec.name}: {problem}")
-    config = gen_config(params)
-    engine_opts = dict(ev.get("engine") or {})
-    backend = engine_opts.pop("backend", "vllm")
+    config = cfg.sampling
+    engine_opts, backend = ev.engine.options(), ev.engine.backend
     with stage_run(f"generalize@{spec.name}", {"model": asdict(spec), "config": asdict(config)}) as run:
         try:
             engine = open_engine(spec, backend, params_at="evaluate.engine", **engine_opts)
@@ -58,10 +47,10 @@ def main(argv: list[str] | None = None) -> None:
         try:
             results = run_benchmarks(
                 engine,
-                params["benchmarks"],
+                cfg.benchmarks,
                 config,
-                mirror=mirror_root(params["base"]),
-                cache_dir=Path(params.get("cache_dir", "data/downloads")),
+                mirror=cfg.base.mirror_root(),
+                cache_dir=Path(cfg.cache_dir),
                 pred_dir=Path("data/generalize") / spec.name,
                 metrics_dir=Path("metrics/generalize") / spec.name,
                 extra={"model": asdict(spec)},

@@ -13,20 +13,21 @@ from __future__ import annotations
 import sys
 import time
 
+from codethinker.config import load_config
+from codethinker.config.generalize import GeneralizeConfig
 from codethinker.data.io import write_json
 from codethinker.data.sources import SourceError
 from codethinker.evaluation.generalize import oracle_check, runnable
-from codethinker.params import load_section, mirror_root
 from codethinker.tracking import stage_run
 
 METRICS = "metrics/generalize_truth.json"
 
 
-def run(params: dict) -> dict:
-    mirror, cache = mirror_root(params["base"]), params.get("cache_dir", "data/downloads")
-    limit = params.get("truth_limit")
+def run(cfg: GeneralizeConfig) -> dict:
+    mirror, cache = cfg.base.mirror_root(), cfg.cache_dir
+    limit = cfg.truth_limit
     out: dict = {}
-    for name, task, why in runnable(params["benchmarks"]):
+    for name, task, why in runnable(cfg.benchmarks):
         if why is not None:
             out[name] = {"skipped": why}
             continue
@@ -49,11 +50,9 @@ def run(params: dict) -> dict:
 
 
 def main() -> None:
-    params = load_section("generalize")
-    with stage_run(
-        "generalize_truth", {"benchmarks": params["benchmarks"], "truth_limit": params.get("truth_limit")}
-    ) as tracked:
-        for name, m in run(params).items():
+    cfg = load_config(GeneralizeConfig)
+    with stage_run("generalize_truth", {"benchmarks": cfg.benchmarks, "truth_limit": cfg.truth_limit}) as tracked:
+        for name, m in run(cfg).items():
             if "skipped" in m:
                 tracked.set_tags({f"{name}.skipped": m["skipped"]})
             else:

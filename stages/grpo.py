@@ -18,25 +18,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.grpo import GRPOConfig
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.params import load_section, policy_model, trace_thoughts
 from codethinker.tracking import stage_run
-from codethinker.training.grpo import grpo_params
 
 METRICS, PLOT = Path("metrics/grpo.json"), Path("plots/grpo_reward.csv")
 
 
 def main() -> None:
-    section = load_section("grpo")
-    base = section.pop("base")
-    data, out = Path(section.pop("data")), Path(section.pop("out"))
-    model = str(section.pop("init", None) or policy_model())
-    if section.get("seed") is None:  # grpo.seed: null -> base.seed
-        section["seed"] = int(base.get("seed", 0))
-    section.setdefault("trace_thoughts", trace_thoughts(base))
-    p = grpo_params(section)
-    with stage_run("grpo", {"init": model, **section}) as run:
+    cfg = load_config(GRPOConfig)  # seed null: base.seed; init null: model.base
+    data, out, model, p = Path(cfg.data), Path(cfg.out), str(cfg.init), cfg.params
+    with stage_run("grpo", cfg.as_dict()) as run:
         if p.backend == "verl":
             from codethinker.training.grpo_verl import run_grpo_verl
 

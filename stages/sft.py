@@ -13,23 +13,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.sft import SFTConfig
 from codethinker.data.io import write_json
-from codethinker.params import load_section, policy_model
 from codethinker.tracking import stage_run
-from codethinker.training.common import LoRAParams, from_dict
-from codethinker.training.sft import SFTParams, run_sft
+from codethinker.training.sft import run_sft
 
 METRICS, PLOT = Path("metrics/sft.json"), Path("plots/sft_loss.csv")
 
 
 def main() -> None:
-    section = load_section("sft")
-    base = section.pop("base")
-    data, out = Path(section.pop("data")), Path(section.pop("out"))
-    model = str(section.pop("model", None) or policy_model())
-    section.setdefault("seed", int(base.get("seed", 0)))
-    p = from_dict(SFTParams, section, nested={"lora": LoRAParams})
-    with stage_run("sft", {"model": model, **section}) as run:
+    cfg = load_config(SFTConfig)
+    data, out, model, p = Path(cfg.data), Path(cfg.out), str(cfg.model), cfg.params
+    with stage_run("sft", cfg.as_dict()) as run:
         metrics = run_sft(model, data, out, p, run=run)
         if (out / "train_log.csv").exists():
             PLOT.parent.mkdir(parents=True, exist_ok=True)

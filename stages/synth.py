@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.data import SynthConfig
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.synth import generate
-from codethinker.params import load_section
 from codethinker.tracking import stage_run
 
 OUT = Path("data/synth/inputs.jsonl")
@@ -35,12 +36,12 @@ def records(n: int, seed: int, max_statements: int = 3, max_params: int = 2) -> 
 
 
 def main() -> None:
-    params = load_section("synth")
-    base = params["base"]
-    n = int(params.get("programs", 0) or 0)
-    seed = int(params.get("seed", 0)) + int(base.get("seed", 0))
+    cfg = load_config(SynthConfig)
+    params = cfg.as_dict()
+    n = cfg.programs or 0
+    seed = cfg.seed + cfg.base.seed
     with stage_run("synth", params) as tracked:
-        recs = records(n, seed, int(params.get("max_statements", 3)), int(params.get("max_params", 2)))
+        recs = records(n, seed, cfg.max_statements, cfg.max_params)
         pairs = sum(len(r["inputs"]) for r in recs)
         metrics = {"requested": n, "pairs": pairs, "functions": len(recs), "not_generated": n - pairs}
         write_jsonl(OUT, recs)

@@ -15,33 +15,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codethinker.config import load_config
+from codethinker.config.grpo import TrainEvalConfig
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.params import load_section, policy_model, trace_thoughts
 from codethinker.tracking import stage_run
-from codethinker.training.common import from_dict
 from codethinker.training.grpo import load_grpo_rows
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
-from codethinker.training.train_eval import EvalParams, run_train_eval
+from codethinker.training.train_eval import run_train_eval
 
 METRICS = Path("metrics/train_eval.json")
 SOURCES = ("synth", "leetcode")
 
 
 def main() -> None:
-    section = load_section("train_eval")
-    base = section.pop("base")
-    data = Path(section.pop("data"))
-    models = dict(section.pop("models"))
-    models["before_sft"] = models.get("before_sft") or policy_model()
-    section.setdefault("seed", int(base.get("seed", 0)))
-    section.setdefault("trace_thoughts", trace_thoughts(base))
-    grpo = load_section("grpo")  # the reward the policy was trained with
-    section.setdefault("reward", grpo.get("reward") or "crm")
-    section.setdefault("whitebox", grpo.get("whitebox") or {})
-    p = from_dict(EvalParams, section)
+    cfg = load_config(TrainEvalConfig)  # reward, whitebox: grpo's (the reward the policy was trained with)
+    data, models, p = Path(cfg.data), dict(cfg.models), cfg.params
     rows, _ = load_grpo_rows(data)
-    with stage_run("train_eval", {"models": models, **section}) as run:
+    with stage_run("train_eval", cfg.as_dict()) as run:
         try:
             result = run_train_eval(models, rows, p)
         except KVCacheError as exc:  # the machine cannot give the engine's KV cache

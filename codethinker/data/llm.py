@@ -49,16 +49,6 @@ class ChatConfig:
     seed: int | None = 0
     extra_body: dict[str, Any] = field(default_factory=dict)  # e.g. chat_template_kwargs
 
-    @staticmethod
-    def from_params(p: dict[str, Any]) -> ChatConfig:
-        known = set(ChatConfig.__dataclass_fields__)
-        unknown = set(p) - known
-        if unknown:
-            raise ValueError(
-                f"unknown llm parameter(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
-            )
-        return ChatConfig(**p)
-
 
 class ChatClient:
     """Thread-safe; ``stats`` counts requests, cache hits, retries and failures."""

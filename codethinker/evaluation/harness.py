@@ -40,7 +40,6 @@ from codethinker.contra.values import parse_literal, strict_equal
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.engines.base import Engine
 from codethinker.evaluation.benchmarks import DISPLAY, PAPER_COUNTS, Sample, TracedBenchmark
-from codethinker.params import by_profile
 from codethinker.rewards.crm import crm_score
 from codethinker.rewards.orm import parse_vanilla
 
@@ -48,7 +47,6 @@ __all__ = [
     "FORMATS",
     "EvalConfig",
     "ModelSpec",
-    "eval_config",
     "evaluate_model",
     "evaluate_samples",
     "extract_answer",
@@ -336,15 +334,6 @@ def summarize(
         "gen_seconds": seconds,
         "tokens_per_s": (sum(tokens) / seconds) if seconds > 0 else None,
     }
-
-
-def eval_config(section: Mapping[str, Any], base: Mapping[str, Any] | None = None) -> EvalConfig:
-    """:class:`EvalConfig` from a params section (values may differ by ``base.profile``)."""
-    base = dict(base or {})
-    known = EvalConfig.__dataclass_fields__
-    values = {k: by_profile(v, base) for k, v in section.items() if k in known}
-    values.setdefault("seed", int(base.get("seed", 0)))
-    return EvalConfig(**values)
 
 
 def skipped_metrics(benchmark: str, spec: ModelSpec, config: EvalConfig, why: str) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from codethinker.config.loader import from_mapping
 from codethinker.contra.tracer import Flow
 from codethinker.contra.validate import validate
 from codethinker.contra.values import strict_equal
@@ -64,14 +65,6 @@ class CRMConfig:
                     raise ValueError(f"CRM alpha must be a finite number in [0, {MAX_ALPHA:g}], got {value!r}")
             elif type(value) is not bool:
                 raise ValueError(f"CRM switch {f.name} must be true or false, got {value!r}")
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> CRMConfig:
-        d = dict(d or {})
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown CRM switches: {sorted(unknown)}")
-        return cls(**d)
 
 
 def rcs(deltas: Sequence[int]) -> float:
@@ -142,7 +135,7 @@ def compute_score(
     data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
 ) -> dict[str, Any]:
     """verl's reward entry point: ``score`` plus its parts. ``extra_info["crm"]`` may carry switches."""
-    config = CRMConfig.from_dict((extra_info or {}).get("crm"))
+    config = from_mapping(CRMConfig, (extra_info or {}).get("crm"), "crm")
     out = crm_score(solution_str, Flow.from_json(ground_truth), config)
     result = {k: v for k, v in out.items() if k not in ("deltas", "reason")}
     result["score"] = out["reward"]

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from codethinker.config.loader import from_mapping
 from codethinker.contra.render import render_prompt, vanilla_prompt
 from codethinker.contra.tracer import Flow
 from codethinker.rewards.crm import CRMConfig, crm_score
@@ -111,7 +112,9 @@ def reward_spec(
 ) -> RewardSpec:
     """A checked :class:`RewardSpec` from params (``grpo.reward``, ``grpo.crm``, ``grpo.whitebox``); a
     misspelled kind or setting is a ``ValueError``."""
-    return RewardSpec(kind or "crm", CRMConfig.from_dict(crm), WhiteboxConfig.from_dict(whitebox))
+    return RewardSpec(
+        kind or "crm", from_mapping(CRMConfig, crm, "crm"), from_mapping(WhiteboxConfig, whitebox, "whitebox")
+    )
 
 
 def reward(

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codethinker.config.loader import from_mapping
 from codethinker.contra.render import code_listing
 from codethinker.contra.tracer import Flow
 from codethinker.contra.values import parse_literal, strict_equal
@@ -71,14 +72,6 @@ class WhiteboxConfig:
 
     def __post_init__(self) -> None:
         check_params(self.a, self.k)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None) -> WhiteboxConfig:
-        d = dict(d or {})
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown whitebox settings: {sorted(unknown)}")
-        return cls(**d)
 
 
 @dataclass(frozen=True)
@@ -196,6 +189,6 @@ def compute_score(
     data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
 ) -> dict[str, Any]:
     """verl's reward entry point (``extra_info["whitebox"]`` may carry ``a`` and ``k``)."""
-    cfg = WhiteboxConfig.from_dict((extra_info or {}).get("whitebox"))
+    cfg = from_mapping(WhiteboxConfig, (extra_info or {}).get("whitebox"), "whitebox")
     out = whitebox_score(solution_str, Flow.from_json(ground_truth), cfg.a, cfg.k)
     return {"score": out["reward"], "fmt": out["fmt"], "answer_ok": out["answer_ok"], "wb_acc": out["wb_acc"]}

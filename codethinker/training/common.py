@@ -9,7 +9,6 @@ step; a different fingerprint clears the stale checkpoints first.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import hashlib
 import json
 import os
@@ -17,7 +16,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from transformers import TrainerCallback
 
@@ -25,13 +24,10 @@ __all__ = [
     "LoRAParams",
     "MetricsCallback",
     "checkpoint_dir",
-    "from_dict",
     "hash_files",
     "last_checkpoint",
     "precision",
 ]
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -54,19 +50,6 @@ class LoRAParams:
             target_modules=list(self.target_modules),
             task_type="CAUSAL_LM",
         )
-
-
-def from_dict(cls: type[T], d: dict[str, Any] | None, *, nested: dict[str, type] | None = None) -> T:
-    """Build a config dataclass from a params section; unknown keys are an error."""
-    d = dict(d or {})
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = set(d) - names
-    if unknown:
-        raise ValueError(f"{cls.__name__}: unknown keys {sorted(unknown)}")
-    for key, sub in (nested or {}).items():
-        if key in d and isinstance(d[key], dict):
-            d[key] = from_dict(sub, d[key])
-    return cls(**d)
 
 
 def precision() -> dict[str, Any]:

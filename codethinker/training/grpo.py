@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.training.common import LoRAParams, from_dict
+from codethinker.config.loader import from_mapping
+from codethinker.training.common import LoRAParams
 from codethinker.training.rollout import RolloutParams
 
 __all__ = [
@@ -161,7 +162,9 @@ class GRPOParams:
 
 
 def grpo_params(section: dict[str, Any]) -> GRPOParams:
-    return from_dict(GRPOParams, section, nested={"rollout": RolloutParams, "lora": LoRAParams, "verl": VerlParams})
+    """:class:`GRPOParams` from a plain mapping of its keys (the stage loads ``grpo`` with
+    :class:`codethinker.config.training.GRPOConfig`); unknown keys and wrong types are errors."""
+    return from_mapping(GRPOParams, section, "grpo")
 
 
 def _plain(x: Any) -> Any:

@@ -128,9 +128,10 @@ def crm_reward_kwargs(crm: Mapping[str, Any]) -> str:
     >>> crm_reward_kwargs({"gate": False, "alpha": 0.5})
     '++reward.custom_reward_function.reward_kwargs={crm:{alpha:0.5,gate:false}}'
     """
+    from codethinker.config.loader import from_mapping
     from codethinker.rewards.crm import CRMConfig
 
-    CRMConfig.from_dict(dict(crm))
+    from_mapping(CRMConfig, dict(crm), "grpo.crm")
     return "++reward.custom_reward_function.reward_kwargs={crm:" + _hydra_dict(crm) + "}"
 
 

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from codethinker.config import from_mapping
 from codethinker.data.llm import ChatClient, ChatConfig, LLMError
 
 MSG = [{"role": "user", "content": "give me inputs"}]
@@ -118,8 +119,8 @@ def test_bounded_concurrency(fake, tmp_path):
 
 
 def test_unknown_parameter_named():
-    with pytest.raises(ValueError, match="unknown llm parameter"):
-        ChatConfig.from_params({"modle": "x"})
+    with pytest.raises(ValueError, match=r"gen_inputs\.llm\.modle: unknown key \(gen_inputs\.llm has: .*model"):
+        from_mapping(ChatConfig, {"modle": "x"}, "gen_inputs.llm")
 
 
 @pytest.mark.slow

@@ -10,7 +10,6 @@ from codethinker.evaluation.benchmarks import Problem, Sample, TracedBenchmark
 from codethinker.evaluation.harness import (
     EvalConfig,
     ModelSpec,
-    eval_config,
     evaluate_model,
     evaluate_samples,
     extract_answer,
@@ -118,10 +117,8 @@ def test_evaluate_model_writes_files_and_skips(tmp_path, sample):
     assert "pass@1 100.00 ± 0.00 %" in one_line(out["cruxeval"])
 
 
-def test_eval_config_by_profile():
-    section = {"runs": 3, "max_tokens": {"default": 32, "full": 4096}, "models": {}, "engine": {}}
-    assert eval_config(section, {"profile": "default", "seed": 4}) == EvalConfig(runs=3, max_tokens=32, seed=4)
-    assert eval_config(section, {"profile": "full"}).max_tokens == 4096
+def test_eval_config_and_model_spec_check_themselves():
+    # built from params.yaml by codethinker.config (tests/test_config.py::test_evaluate_config_by_profile)
     with pytest.raises(ValueError, match="runs"):
         EvalConfig(runs=0)
     with pytest.raises(ValueError, match="format"):

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from codethinker.config import from_mapping
 from codethinker.contra.render import render_trace
 from codethinker.rewards.crm import CRMConfig, compute_score, config_dict, crm_reward, crm_score, rcs
 from tests.contra.helpers import EXAMPLE_LOCALS, example_flow, make_flow, set_answer, set_locals
@@ -146,10 +147,10 @@ class TestCRM:
 
     def test_config(self):
         assert CRMConfig() == CRMConfig(prm=True, prefix=True, gate=True, orm=True, ccw=True, alpha=1.0)
-        assert CRMConfig.from_dict(None) == CRMConfig() == CRMConfig.from_dict({})
-        assert CRMConfig.from_dict({"gate": False, "alpha": 0.5}) == CRMConfig(gate=False, alpha=0.5)
-        with pytest.raises(ValueError, match="unknown"):
-            CRMConfig.from_dict({"rcc": False})
+        assert from_mapping(CRMConfig, None) == CRMConfig() == from_mapping(CRMConfig, {})
+        assert from_mapping(CRMConfig, {"gate": False, "alpha": 0.5}) == CRMConfig(gate=False, alpha=0.5)
+        with pytest.raises(ValueError, match=r"crm\.rcc: unknown key"):
+            from_mapping(CRMConfig, {"rcc": False}, "crm")
         assert config_dict(CRMConfig(ccw=False)) == {
             "prm": True,
             "prefix": True,
@@ -293,7 +294,7 @@ def test_config_rejects_non_finite_and_out_of_range_values(switches):
     with pytest.raises(ValueError, match=next(iter(switches))):
         CRMConfig(**switches)
     with pytest.raises(ValueError):
-        CRMConfig.from_dict(switches)
+        from_mapping(CRMConfig, switches, "crm")
     with pytest.raises(ValueError):
         compute_score("d", GOOD, FLOW.to_json(), {"crm": switches})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from codethinker.config import from_mapping
 from codethinker.rewards.whitebox import (
     Question,
     WhiteboxConfig,
@@ -153,11 +154,11 @@ def test_parameters_are_checked(a, k):
 
 
 def test_config_settings_reach_the_score():
-    assert WhiteboxConfig() == WhiteboxConfig.from_dict(None) == WhiteboxConfig(a=0.5, k=6)
+    assert WhiteboxConfig() == from_mapping(WhiteboxConfig, None) == WhiteboxConfig(a=0.5, k=6)
     with pytest.raises(ValueError, match="whitebox k"):
-        WhiteboxConfig.from_dict({"k": 0})
-    with pytest.raises(ValueError, match="unknown whitebox settings"):
-        WhiteboxConfig.from_dict({"questions": 3})
+        from_mapping(WhiteboxConfig, {"k": 0}, "whitebox")
+    with pytest.raises(ValueError, match=r"whitebox\.questions: unknown key"):
+        from_mapping(WhiteboxConfig, {"questions": 3}, "whitebox")
     text = rollout(["2", "int", "3"])  # 3 of 6 right; the first 2 both right
     assert compute_score("d", text, FLOW.to_json(), {"whitebox": {"a": 1.0, "k": 2}})["score"] == 2.0
     assert whitebox_reward([text], [FLOW], a=1.0) == pytest.approx([1.0])

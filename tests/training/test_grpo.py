@@ -256,7 +256,7 @@ def test_baseline_rewards_draw_their_dbs_budget_as_regular_samples(caplog):
     assert resolve_reward(crm) is crm and crm.rollout.n_dbs == 4  # DBS + CRM: unchanged
     with pytest.raises(ValueError, match="reward must be one of crm, orm, whitebox"):
         grpo_params({"reward": "prm"})
-    with pytest.raises(ValueError, match="unknown whitebox settings"):
+    with pytest.raises(ValueError, match=r"grpo: whitebox\.q: unknown key"):
         grpo_params({"reward": "whitebox", "whitebox": {"q": 3}})
 
 

@@ -186,7 +186,7 @@ def test_a_hub_id_stays_a_hub_id_and_a_misspelled_switch_stops_the_launch(tmp_pa
     monkeypatch.chdir(tmp_path)
     assert model_ref("Qwen/Qwen2.5-Coder-7B-Instruct") == "Qwen/Qwen2.5-Coder-7B-Instruct"
     assert model_ref("./base") == str(tmp_path / "base")
-    with pytest.raises(ValueError, match="unknown CRM switches"):
+    with pytest.raises(ValueError, match=r"grpo\.crm\.gates: unknown key"):
         crm_reward_kwargs({"gates": False})
     assert crm_reward_kwargs({}) == "++reward.custom_reward_function.reward_kwargs={crm:{}}"
 

