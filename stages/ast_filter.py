@@ -12,8 +12,8 @@ from pathlib import Path
 
 from codethinker.data.extract import filter_problems
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section
-from codethinker.tracking import stage_run
 
 IN = Path("data/fetch/problems.jsonl")
 OUT = Path("data/ast_filter/functions.jsonl")
@@ -37,11 +37,11 @@ def run(params: dict) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     params = load_section("ast_filter")
-    with stage_run("ast_filter", params) as tracked:
+    with stage_run("ast_filter", params):
         metrics = run(params)
-        tracked.log_metrics(metrics)
     print(f"ast_filter: {metrics['problems']} problems -> {metrics['functions']} functions; {metrics['dropped']}")
 
 

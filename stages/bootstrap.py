@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 
 from codethinker.data.io import iter_jsonl
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section
-from codethinker.tracking import stage_run
 from codethinker.training.bootstrap import TinyShape, build_tiny_model
 from codethinker.training.tokenizer import train_bpe
 
@@ -32,6 +32,7 @@ def corpus_texts(path: Path):
         yield "".join(f"{m['role']}\n{m['content']}\n" for m in row["messages"])
 
 
+@stage_main
 def main() -> None:
     p = load_section("bootstrap")
     base = p["base"]

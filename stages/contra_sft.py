@@ -21,8 +21,8 @@ from codethinker.data.io import atomic_write, read_jsonl, write_json, write_json
 from codethinker.data.llm import ChatClient, ChatConfig
 from codethinker.data.sft import extract_traces, grpo_record, sft_record, split_by_function
 from codethinker.data.synth import sample_source
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section
-from codethinker.tracking import stage_run
 
 IN = Path("data/dedup/samples.jsonl")
 OUT = Path("data/contra_sft")
@@ -112,12 +112,11 @@ def run(params: dict) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     params = load_section("contra_sft")
-    with stage_run("contra_sft", params) as tracked:
+    with stage_run("contra_sft", params):
         metrics = run(params)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("teacher", "prompt")})
-        tracked.log_artifact(FUNNEL_MD)
     print(f"contra_sft: SFT {metrics['sft']} traces, GRPO {metrics['grpo_train']} + {metrics['grpo_eval']} held out")
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
 from codethinker.data.similarity import BUNDLED_MINILM, cached_encoder, load_encoder, similarity_filter
 from codethinker.data.synth import sample_source
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section
-from codethinker.tracking import stage_run
 
 SAMPLES = Path("data/exec_filter/samples.jsonl")
 BENCHMARKS = Path("data/fetch/benchmarks.jsonl")
@@ -49,11 +49,11 @@ def run(params: dict) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     params = load_section("dedup")
-    with stage_run("dedup", params) as tracked:
+    with stage_run("dedup", params):
         metrics = run(params)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("model", "nearest_top5")})
     print(f"dedup: {metrics['samples_in']} -> {metrics['samples']} samples ({metrics['functions']} functions)")
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from codethinker.data.io import write_json
 from codethinker.data.sources import SourceError
 from codethinker.evaluation.benchmarks import BenchmarkUnavailable, canonical_name, prepare, write_truth
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section, mirror_root
 from codethinker.sandbox import Sandbox, SandboxConfig
-from codethinker.tracking import stage_run
 
 OUT = Path("data/eval/truth")
 METRICS = Path("metrics/eval_truth.json")
@@ -67,6 +67,7 @@ def run(params: dict) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     params = load_section("eval_truth")
     with stage_run("eval_truth", params) as tracked:
@@ -74,9 +75,6 @@ def main() -> None:
         for name, m in metrics.items():
             if "skipped" in m:
                 tracked.set_tags({f"{name}.skipped": m["skipped"]})
-            else:
-                tracked.log_metrics({f"{name}.{k}": v for k, v in m.items() if isinstance(v, int)})
-        tracked.log_artifact(METRICS)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import trace_many
 from codethinker.data.execute import exec_filter
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section
 from codethinker.sandbox import SandboxConfig
-from codethinker.tracking import stage_run
 
 INS = {"leetcode": Path("data/gen_inputs/inputs.jsonl"), "synth": Path("data/synth/inputs.jsonl")}
 OUT = Path("data/exec_filter/samples.jsonl")
@@ -54,11 +54,11 @@ def run(params: dict) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     params = load_section("exec_filter")
-    with stage_run("exec_filter", params) as tracked:
+    with stage_run("exec_filter", params):
         metrics = run(params)
-        tracked.log_metrics(metrics)
     print(f"exec_filter: {metrics['pairs_in']} pairs -> {metrics['samples']} samples; {metrics['dropped']}")
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.sources import SOURCES, load_benchmarks, load_leetcode, load_livecodebench, resolve
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section, mirror_root
-from codethinker.tracking import stage_run
 
 OUT = Path("data/fetch")
 METRICS = Path("metrics/fetch.json")
@@ -62,11 +62,11 @@ def run(params: dict) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     params = load_section("fetch")
     with stage_run("fetch", params) as tracked:
         metrics = run(params)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("origins", "livecodebench")})
         tracked.set_tags({"livecodebench": metrics["livecodebench"]})
     print(f"fetch: {metrics['problems']} problems, benchmark programs {metrics['benchmark_programs']}")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from codethinker.data.inputs import generate, select_functions
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
 from codethinker.data.llm import ChatClient, ChatConfig
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section
-from codethinker.tracking import stage_run
 
 IN = Path("data/ast_filter/functions.jsonl")
 OUT = Path("data/gen_inputs/inputs.jsonl")
@@ -52,11 +52,11 @@ def run(params: dict) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     params = load_section("gen_inputs")
-    with stage_run("gen_inputs", params) as tracked:
+    with stage_run("gen_inputs", params):
         metrics = run(params)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k != "backend"})
     print(f"gen_inputs: {metrics['functions']} functions -> {metrics['pairs']} pairs ({metrics['backend']})")
 
 

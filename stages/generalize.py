@@ -22,10 +22,8 @@ from codethinker.data.sources import SourceError
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.evaluation.generalize import GenConfig, run_benchmarks
 from codethinker.evaluation.harness import ModelSpec, close_engine, model_problem, open_engine
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section, mirror_root
-from codethinker.tracking import stage_run
-
-LOGGED = ("pass1", "pass1_ci_low", "pass1_ci_high", "tokens_mean", "truncated_rate", "gen_seconds", "judge_seconds")
 
 
 def gen_config(params: dict[str, Any]) -> GenConfig:
@@ -35,6 +33,7 @@ def gen_config(params: dict[str, Any]) -> GenConfig:
     return GenConfig(**values)
 
 
+@stage_main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m stages.generalize", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (base, sft, grpo)")
@@ -74,8 +73,6 @@ def main(argv: list[str] | None = None) -> None:
         for name, m in results.items():
             if "skipped" in m:
                 run.set_tags({f"{name}.skipped": m["skipped"]})
-            else:
-                run.log_metrics({f"{name}.{k}": m[k] for k in LOGGED if isinstance(m.get(k), int | float)})
 
 
 if __name__ == "__main__":

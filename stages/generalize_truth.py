@@ -16,8 +16,8 @@ import time
 from codethinker.data.io import write_json
 from codethinker.data.sources import SourceError
 from codethinker.evaluation.generalize import oracle_check, runnable
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section, mirror_root
-from codethinker.tracking import stage_run
 
 METRICS = "metrics/generalize_truth.json"
 
@@ -48,6 +48,7 @@ def run(params: dict) -> dict:
     return out
 
 
+@stage_main
 def main() -> None:
     params = load_section("generalize")
     with stage_run(
@@ -56,8 +57,6 @@ def main() -> None:
         for name, m in run(params).items():
             if "skipped" in m:
                 tracked.set_tags({f"{name}.skipped": m["skipped"]})
-            else:
-                tracked.log_metrics({f"{name}.{k}": m[k] for k in ("n", "passed", "seconds")})
 
 
 if __name__ == "__main__":

@@ -20,13 +20,14 @@ from pathlib import Path
 
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section, policy_model, trace_thoughts
-from codethinker.tracking import stage_run
 from codethinker.training.grpo import grpo_params
 
 METRICS, PLOT = Path("metrics/grpo.json"), Path("plots/grpo_reward.csv")
 
 
+@stage_main
 def main() -> None:
     section = load_section("grpo")
     base = section.pop("base")
@@ -52,9 +53,7 @@ def main() -> None:
                 raise SystemExit(f"grpo: {exc}") from None
         else:
             raise SystemExit(f"grpo.backend must be local or verl, got {p.backend!r}")
-        run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
-        run.log_artifact(PLOT, "plots")
-    write_json(METRICS, {"init": model, **metrics})
+        write_json(METRICS, {"init": model, **metrics})
     print(f"grpo ({p.backend}): {json.dumps(metrics)}")
 
 

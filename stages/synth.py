@@ -16,8 +16,8 @@ from pathlib import Path
 
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.synth import generate
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section
-from codethinker.tracking import stage_run
 
 OUT = Path("data/synth/inputs.jsonl")
 METRICS = Path("metrics/synth.json")
@@ -34,18 +34,18 @@ def records(n: int, seed: int, max_statements: int = 3, max_params: int = 2) -> 
     return [{"task_id": f"synth/{i:0{width}d}", **r} for i, r in enumerate(by_code.values())]
 
 
+@stage_main
 def main() -> None:
     params = load_section("synth")
     base = params["base"]
     n = int(params.get("programs", 0) or 0)
     seed = int(params.get("seed", 0)) + int(base.get("seed", 0))
-    with stage_run("synth", params) as tracked:
+    with stage_run("synth", params):
         recs = records(n, seed, int(params.get("max_statements", 3)), int(params.get("max_params", 2)))
         pairs = sum(len(r["inputs"]) for r in recs)
         metrics = {"requested": n, "pairs": pairs, "functions": len(recs), "not_generated": n - pairs}
         write_jsonl(OUT, recs)
         write_json(METRICS, metrics)
-        tracked.log_metrics(metrics)
     print(f"synth: {metrics['pairs']} programs ({metrics['functions']} distinct functions) -> {OUT}")
 
 

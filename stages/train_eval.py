@@ -17,8 +17,8 @@ from pathlib import Path
 
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.params import load_section, policy_model, trace_thoughts
-from codethinker.tracking import stage_run
 from codethinker.training.common import from_dict
 from codethinker.training.grpo import load_grpo_rows
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
@@ -28,6 +28,7 @@ METRICS = Path("metrics/train_eval.json")
 SOURCES = ("synth", "leetcode")
 
 
+@stage_main
 def main() -> None:
     section = load_section("train_eval")
     base = section.pop("base")
@@ -41,13 +42,12 @@ def main() -> None:
     section.setdefault("whitebox", grpo.get("whitebox") or {})
     p = from_dict(EvalParams, section)
     rows, _ = load_grpo_rows(data)
-    with stage_run("train_eval", {"models": models, **section}) as run:
+    with stage_run("train_eval", {"models": models, **section}):
         try:
             result = run_train_eval(models, rows, p)
         except KVCacheError as exc:  # the machine cannot give the engine's KV cache
             raise SystemExit(f"train_eval: {exc}") from None
-        run.log_metrics(result)
-    write_json(METRICS, result)
+        write_json(METRICS, result)
     print(summary(result))
 
 
