@@ -111,3 +111,25 @@ def test_declared_reads_foreach_items_and_marks(tmp_path: Path) -> None:
     assert marks("ev@a", tmp_path) == {"gpu": True}
     assert llm_params(marks("gen", tmp_path)) == ("gen.backend",)
     assert declared("nope", tmp_path) == {} and marks("nope", tmp_path) == {}
+
+
+def test_report_reads_what_the_autolog_of_an_evaluate_stage_logged(tracking_on: Path) -> None:
+    """The evaluate stage logs no metrics itself: the autolog of metrics/eval/<model>/ gives the report its keys."""
+    from codethinker.data.io import write_json
+    from codethinker.evaluation import report
+    from tests.evaluation.test_report import _metrics
+
+    root = tracking_on
+    (root / "dvc.yaml").write_text(
+        "stages:\n  evaluate:\n    foreach: [grpo]\n    do:\n      cmd: x ${key}\n"
+        "      metrics:\n        - metrics/eval/${key}:\n            cache: false\n"
+    )
+    m = _metrics("grpo", "cruxeval", 0.4)
+    with stage_run("evaluate@grpo", {"config": m["config"], "model": {"format": "contra"}}) as run:
+        run.set_tags({"eval.model": "grpo"})
+        write_json(root / "metrics/eval/grpo/cruxeval.json", m)
+    res = report.from_mlflow()["grpo"]
+    got = res.benches["cruxeval"]
+    for key in report._MLFLOW_KEYS:
+        if isinstance(m.get(key), int | float):
+            assert got[key] == m[key], key
