@@ -26,31 +26,29 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codethinker.errors import CodethinkerError, UsageError, error_line
+
 if TYPE_CHECKING:
     from codethinker.contra.tracer import Flow
 
 __all__ = ["main"]
 
 
-class CLIError(Exception):
-    """An expected error: reported in one line, exit code 2."""
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit code 2 through :func:`main`)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise CLIError(f"{self.prog}: {message} (see --help)")
+        raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
 def _read(path: str, what: str) -> str:
     p = Path(path)
     if not p.is_file():
-        raise CLIError(f"{what} file not found: {path}")
+        raise UsageError(f"{what} file not found: {path}")
     try:
         return p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise CLIError(f"cannot read {what} file {path}: {exc}") from None
+        raise UsageError(f"cannot read {what} file {path}: {exc}") from None
 
 
 MAX_TIMEOUT_S = 3600.0
@@ -119,11 +117,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     try:
         normalize_source(source, args.entry)
     except NormalizeError as exc:
-        raise CLIError(f"{args.code}: {exc}") from None
+        raise UsageError(f"{args.code}: {exc}") from None
     with Sandbox(SandboxConfig(timeout_s=args.timeout, workers=1)) as sb:
         out = trace(source, args.input, args.entry, sandbox=sb)
     if out.flow is None:
-        raise CLIError(f"cannot trace {args.entry}({args.input}): {out.reason}")
+        raise UsageError(f"cannot trace {args.entry}({args.input}): {out.reason}")
     print(out.flow.to_json() if args.json else render_trace(out.flow))
     return 0
 
@@ -147,26 +145,26 @@ def _scorer(args: argparse.Namespace) -> Callable[[str, object], dict]:
 
 
 def _load_truth(path: str) -> Flow:
-    """The truth JSON at ``path`` as a Flow; a ``CLIError`` naming the file and the field otherwise."""
+    """The truth JSON at ``path`` as a Flow; a ``UsageError`` naming the file and the field otherwise."""
     from codethinker.contra.tracer import TRUTH_VERSION, Flow
 
     text = _read(path, "truth")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise CLIError(f"truth file {path}: not JSON: {str(exc)[:200]}") from None
+        raise UsageError(f"truth file {path}: not JSON: {str(exc)[:200]}") from None
     if not isinstance(data, dict):
-        raise CLIError(f"truth file {path}: must hold a JSON object, got {type(data).__name__}")
+        raise UsageError(f"truth file {path}: must hold a JSON object, got {type(data).__name__}")
     version = data.get("version")
     if "version" not in data:
-        raise CLIError(f"truth file {path}: field 'version' is missing (this codethinker reads {TRUTH_VERSION})")
+        raise UsageError(f"truth file {path}: field 'version' is missing (this codethinker reads {TRUTH_VERSION})")
     if type(version) is not int or version != TRUTH_VERSION:
         got = json.dumps(version)[:40]
-        raise CLIError(f"truth file {path}: field 'version' must be {TRUTH_VERSION} (this codethinker's), got {got}")
+        raise UsageError(f"truth file {path}: field 'version' must be {TRUTH_VERSION} (this codethinker's), got {got}")
     try:
         return Flow.from_json(text)
     except (ValueError, RecursionError) as exc:
-        raise CLIError(f"truth file {path}: {str(exc)[:300]}") from None
+        raise UsageError(f"truth file {path}: {str(exc)[:300]}") from None
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -177,14 +175,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     try:
         scorer = _scorer(args)
     except ValueError as exc:  # the reward's own config check (the options are checked already)
-        raise CLIError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     out = dict(scorer(rollout, flow))
     if args.reward != "crm":  # RCS always measures the ConTra consistency of the rollout
         out["rcs"] = crm_score(rollout, flow)["rcs"]
     try:
         line = json.dumps(out, allow_nan=False)
     except ValueError as exc:
-        raise CLIError(f"score is not finite: {exc}") from None
+        raise UsageError(f"score is not finite: {exc}") from None
     print(line)
     return 0
 
@@ -199,7 +197,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
             return 0
         report = preflight.run_preflight(args.params, args.profile)
     except ParamsError as exc:
-        raise CLIError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     print(preflight.format_report(report, sys.stdout.encoding), flush=True)
     return 0 if report.ok else 1
 
@@ -265,10 +263,7 @@ def _evaluation(name: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         from codethinker.evaluation import commands
 
-        try:
-            return getattr(commands, name)(args)
-        except commands.CommandError as exc:
-            raise CLIError(str(exc)) from None
+        return int(getattr(commands, name)(args))
 
     return run
 
@@ -278,9 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         return int(args.func(args))
-    except CLIError as exc:
-        print(f"codethinker: error: {exc}", file=sys.stderr)
-        return 2
+    except CodethinkerError as exc:
+        print(error_line("codethinker", exc), file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         return 130
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from codethinker.errors import CodethinkerError
+
 __all__ = [
     "PROFILES",
     "PROFILE_FALLBACK",
@@ -33,7 +35,7 @@ PROFILES = ("default", "full", "paper")
 PROFILE_FALLBACK: dict[str, str] = {"paper": "full"}
 
 
-class ParamsError(ValueError):
+class ParamsError(CodethinkerError, ValueError):
     """params.yaml is missing, malformed or lacks a section."""
 
 

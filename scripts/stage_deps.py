@@ -19,8 +19,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# run bookkeeping: MLflow runs, DVC ownership, the stage runner; none of it reaches a stage's outputs
-NOT_DEPS = ("codethinker/tracking.py", "codethinker/ops/")
+# run bookkeeping (MLflow runs, DVC ownership, the stage runner) and the error base class: none of it
+# reaches a stage's outputs
+NOT_DEPS = ("codethinker/tracking.py", "codethinker/errors.py", "codethinker/ops/")
 _MODULE_NAME = re.compile(r"codethinker(?:\.\w+)+")
 _CODE_ITEM = re.compile(r"^(\s*)- ((?:stages|codethinker)/[\w/]+\.py)\s*(#.*)?$")
 

@@ -14,7 +14,7 @@ from codethinker.config import load_config
 from codethinker.config.data import AstFilterConfig
 from codethinker.data.extract import filter_problems
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 IN = Path("data/fetch/problems.jsonl")
 OUT = Path("data/ast_filter/functions.jsonl")
@@ -38,12 +38,11 @@ def run(cfg: AstFilterConfig) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(AstFilterConfig)
-    params = cfg.as_dict()
-    with stage_run("ast_filter", params) as tracked:
+    with stage_run("ast_filter", cfg.as_dict()):
         metrics = run(cfg)
-        tracked.log_metrics(metrics)
     print(f"ast_filter: {metrics['problems']} problems -> {metrics['functions']} functions; {metrics['dropped']}")
 
 

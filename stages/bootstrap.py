@@ -20,7 +20,7 @@ from pathlib import Path
 from codethinker.config import as_dict, load_config
 from codethinker.config.bootstrap import BootstrapConfig
 from codethinker.data.io import iter_jsonl
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.training.bootstrap import build_tiny_model
 from codethinker.training.tokenizer import train_bpe
 
@@ -33,6 +33,7 @@ def corpus_texts(path: Path):
         yield "".join(f"{m['role']}\n{m['content']}\n" for m in row["messages"])
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(BootstrapConfig)
     p = cfg.as_dict()

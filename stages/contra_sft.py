@@ -23,7 +23,7 @@ from codethinker.data.io import atomic_write, read_jsonl, write_json, write_json
 from codethinker.data.llm import ChatClient
 from codethinker.data.sft import extract_traces, grpo_record, sft_record, split_by_function
 from codethinker.data.synth import sample_source
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 IN = Path("data/dedup/samples.jsonl")
 OUT = Path("data/contra_sft")
@@ -110,13 +110,11 @@ def run(cfg: ContraSFTConfig) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(ContraSFTConfig)
-    params = cfg.as_dict()
-    with stage_run("contra_sft", params) as tracked:
+    with stage_run("contra_sft", cfg.as_dict()):
         metrics = run(cfg)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("teacher", "prompt")})
-        tracked.log_artifact(FUNNEL_MD)
     print(f"contra_sft: SFT {metrics['sft']} traces, GRPO {metrics['grpo_train']} + {metrics['grpo_eval']} held out")
 
 

@@ -16,7 +16,7 @@ from codethinker.config.data import DedupConfig
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
 from codethinker.data.similarity import BUNDLED_MINILM, cached_encoder, load_encoder, similarity_filter
 from codethinker.data.synth import sample_source
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 SAMPLES = Path("data/exec_filter/samples.jsonl")
 BENCHMARKS = Path("data/fetch/benchmarks.jsonl")
@@ -48,12 +48,11 @@ def run(cfg: DedupConfig) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(DedupConfig)
-    params = cfg.as_dict()
-    with stage_run("dedup", params) as tracked:
+    with stage_run("dedup", cfg.as_dict()):
         metrics = run(cfg)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("model", "nearest_top5")})
     print(f"dedup: {metrics['samples_in']} -> {metrics['samples']} samples ({metrics['functions']} functions)")
 
 

@@ -20,8 +20,8 @@ from codethinker.config.data import EvalTruthConfig
 from codethinker.data.io import write_json
 from codethinker.data.sources import SourceError
 from codethinker.evaluation.benchmarks import BenchmarkUnavailable, canonical_name, prepare, write_truth
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.sandbox import Sandbox, SandboxConfig
-from codethinker.tracking import stage_run
 
 OUT = Path("data/eval/truth")
 METRICS = Path("metrics/eval_truth.json")
@@ -68,6 +68,7 @@ def run(cfg: EvalTruthConfig) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(EvalTruthConfig)
     params = cfg.as_dict()
@@ -76,9 +77,6 @@ def main() -> None:
         for name, m in metrics.items():
             if "skipped" in m:
                 tracked.set_tags({f"{name}.skipped": m["skipped"]})
-            else:
-                tracked.log_metrics({f"{name}.{k}": v for k, v in m.items() if isinstance(v, int)})
-        tracked.log_artifact(METRICS)
 
 
 if __name__ == "__main__":

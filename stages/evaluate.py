@@ -23,24 +23,10 @@ from codethinker.config.evaluate import EvaluateConfig
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.evaluation.benchmarks import BENCHMARKS, load_traced
 from codethinker.evaluation.harness import evaluate_model, model_problem
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 TRUTH = Path("data/eval/truth")
 TRUTH_METRICS = Path("metrics/eval_truth.json")
-LOGGED = (
-    "pass1_mean",
-    "pass1_std",
-    "pass1_strict_mean",
-    "rcs_mean",
-    "fmt_rate",
-    "answer_rate",
-    "tokens_mean",
-    "truncated_rate",
-    "n_samples",
-    "untraceable",
-    "gen_seconds",
-    "tokens_per_s",
-)
 
 
 def benchmarks() -> dict:
@@ -55,6 +41,7 @@ def benchmarks() -> dict:
     return out
 
 
+@stage_main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m stages.evaluate", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (e.g. base, sft, grpo)")
@@ -100,10 +87,8 @@ def main(argv: list[str] | None = None) -> None:
             if m.get("skipped"):
                 run.set_tags({f"{bench}.skipped": m["skipped"]})
                 continue
-            run.log_metrics({f"{bench}.{k}": m[k] for k in LOGGED if isinstance(m.get(k), int | float)})
             for r, value in enumerate(m["pass1_runs"]):
                 run.log_metrics({f"{bench}.pass1_run": value}, step=r)
-        run.log_artifact(metrics_dir, "metrics")
         if cfg.log_predictions:
             run.log_artifact(pred_dir, "predictions")
 

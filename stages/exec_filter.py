@@ -18,8 +18,8 @@ from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import trace_many
 from codethinker.data.execute import exec_filter
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.sandbox import SandboxConfig
-from codethinker.tracking import stage_run
 
 INS = {"leetcode": Path("data/gen_inputs/inputs.jsonl"), "synth": Path("data/synth/inputs.jsonl")}
 OUT = Path("data/exec_filter/samples.jsonl")
@@ -51,12 +51,11 @@ def run(cfg: ExecFilterConfig) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(ExecFilterConfig)
-    params = cfg.as_dict()
-    with stage_run("exec_filter", params) as tracked:
+    with stage_run("exec_filter", cfg.as_dict()):
         metrics = run(cfg)
-        tracked.log_metrics(metrics)
     print(f"exec_filter: {metrics['pairs_in']} pairs -> {metrics['samples']} samples; {metrics['dropped']}")
 
 

@@ -15,7 +15,7 @@ from codethinker.config import load_config
 from codethinker.config.data import FetchConfig
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.sources import SOURCES, load_benchmarks, load_leetcode, load_livecodebench, resolve
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 OUT = Path("data/fetch")
 METRICS = Path("metrics/fetch.json")
@@ -63,12 +63,12 @@ def run(cfg: FetchConfig) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(FetchConfig)
     params = cfg.as_dict()
     with stage_run("fetch", params) as tracked:
         metrics = run(cfg)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k not in ("origins", "livecodebench")})
         tracked.set_tags({"livecodebench": metrics["livecodebench"]})
     print(f"fetch: {metrics['problems']} problems, benchmark programs {metrics['benchmark_programs']}")
 

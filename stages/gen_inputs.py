@@ -16,7 +16,7 @@ from codethinker.config.data import GenInputsConfig
 from codethinker.data.inputs import generate, select_functions
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
 from codethinker.data.llm import ChatClient
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 IN = Path("data/ast_filter/functions.jsonl")
 OUT = Path("data/gen_inputs/inputs.jsonl")
@@ -51,12 +51,11 @@ def run(cfg: GenInputsConfig) -> dict:
     return metrics
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(GenInputsConfig)
-    params = cfg.as_dict()
-    with stage_run("gen_inputs", params) as tracked:
+    with stage_run("gen_inputs", cfg.as_dict()):
         metrics = run(cfg)
-        tracked.log_metrics({k: v for k, v in metrics.items() if k != "backend"})
     print(f"gen_inputs: {metrics['functions']} functions -> {metrics['pairs']} pairs ({metrics['backend']})")
 
 

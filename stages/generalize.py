@@ -24,11 +24,10 @@ from codethinker.data.sources import SourceError
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.evaluation.generalize import run_benchmarks
 from codethinker.evaluation.harness import close_engine, model_problem, open_engine
-from codethinker.tracking import stage_run
-
-LOGGED = ("pass1", "pass1_ci_low", "pass1_ci_high", "tokens_mean", "truncated_rate", "gen_seconds", "judge_seconds")
+from codethinker.ops.stage import stage_main, stage_run
 
 
+@stage_main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m stages.generalize", description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (base, sft, grpo)")
@@ -63,8 +62,6 @@ def main(argv: list[str] | None = None) -> None:
         for name, m in results.items():
             if "skipped" in m:
                 run.set_tags({f"{name}.skipped": m["skipped"]})
-            else:
-                run.log_metrics({f"{name}.{k}": m[k] for k in LOGGED if isinstance(m.get(k), int | float)})
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from codethinker.config.generalize import GeneralizeConfig
 from codethinker.data.io import write_json
 from codethinker.data.sources import SourceError
 from codethinker.evaluation.generalize import oracle_check, runnable
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 METRICS = "metrics/generalize_truth.json"
 
@@ -49,14 +49,13 @@ def run(cfg: GeneralizeConfig) -> dict:
     return out
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(GeneralizeConfig)
     with stage_run("generalize_truth", {"benchmarks": cfg.benchmarks, "truth_limit": cfg.truth_limit}) as tracked:
         for name, m in run(cfg).items():
             if "skipped" in m:
                 tracked.set_tags({f"{name}.skipped": m["skipped"]})
-            else:
-                tracked.log_metrics({f"{name}.{k}": m[k] for k in ("n", "passed", "seconds")})
 
 
 if __name__ == "__main__":

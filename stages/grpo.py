@@ -22,11 +22,12 @@ from codethinker.config import load_config
 from codethinker.config.grpo import GRPOConfig
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 METRICS, PLOT = Path("metrics/grpo.json"), Path("plots/grpo_reward.csv")
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(GRPOConfig)  # seed null: base.seed; init null: model.base
     data, out, model, p = Path(cfg.data), Path(cfg.out), str(cfg.init), cfg.params
@@ -46,9 +47,7 @@ def main() -> None:
                 raise SystemExit(f"grpo: {exc}") from None
         else:
             raise SystemExit(f"grpo.backend must be local or verl, got {p.backend!r}")
-        run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
-        run.log_artifact(PLOT, "plots")
-    write_json(METRICS, {"init": model, **metrics})
+        write_json(METRICS, {"init": model, **metrics})
     print(f"grpo ({p.backend}): {json.dumps(metrics)}")
 
 

@@ -16,12 +16,13 @@ from pathlib import Path
 from codethinker.config import load_config
 from codethinker.config.sft import SFTConfig
 from codethinker.data.io import write_json
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.training.sft import run_sft
 
 METRICS, PLOT = Path("metrics/sft.json"), Path("plots/sft_loss.csv")
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(SFTConfig)
     data, out, model, p = Path(cfg.data), Path(cfg.out), str(cfg.model), cfg.params
@@ -30,10 +31,9 @@ def main() -> None:
         if (out / "train_log.csv").exists():
             PLOT.parent.mkdir(parents=True, exist_ok=True)
             PLOT.write_text((out / "train_log.csv").read_text())
-        run.log_metrics({k: v for k, v in metrics.items() if isinstance(v, int | float)})
-        if p.finetune == "lora":
+        if p.finetune == "lora":  # not a DVC out (the autolog does not see it)
             run.log_artifact(out / "adapter", "adapter")
-    write_json(METRICS, {"model": model, **metrics})
+        write_json(METRICS, {"model": model, **metrics})
     print(
         f"sft: {metrics['steps']} steps, loss {metrics['first_loss']} -> {metrics['last_loss']}, "
         f"{metrics['wall_s']} s -> {out}/merged"

@@ -18,7 +18,7 @@ from codethinker.config import load_config
 from codethinker.config.data import SynthConfig
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.synth import generate
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 
 OUT = Path("data/synth/inputs.jsonl")
 METRICS = Path("metrics/synth.json")
@@ -35,18 +35,17 @@ def records(n: int, seed: int, max_statements: int = 3, max_params: int = 2) -> 
     return [{"task_id": f"synth/{i:0{width}d}", **r} for i, r in enumerate(by_code.values())]
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(SynthConfig)
-    params = cfg.as_dict()
     n = cfg.programs or 0
     seed = cfg.seed + cfg.base.seed
-    with stage_run("synth", params) as tracked:
+    with stage_run("synth", cfg.as_dict()):
         recs = records(n, seed, cfg.max_statements, cfg.max_params)
         pairs = sum(len(r["inputs"]) for r in recs)
         metrics = {"requested": n, "pairs": pairs, "functions": len(recs), "not_generated": n - pairs}
         write_jsonl(OUT, recs)
         write_json(METRICS, metrics)
-        tracked.log_metrics(metrics)
     print(f"synth: {metrics['pairs']} programs ({metrics['functions']} distinct functions) -> {OUT}")
 
 

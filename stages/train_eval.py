@@ -19,7 +19,7 @@ from codethinker.config import load_config
 from codethinker.config.grpo import TrainEvalConfig
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_main, stage_run
 from codethinker.training.grpo import load_grpo_rows
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
 from codethinker.training.train_eval import run_train_eval
@@ -28,17 +28,17 @@ METRICS = Path("metrics/train_eval.json")
 SOURCES = ("synth", "leetcode")
 
 
+@stage_main
 def main() -> None:
     cfg = load_config(TrainEvalConfig)  # reward, whitebox: grpo's (the reward the policy was trained with)
     data, models, p = Path(cfg.data), dict(cfg.models), cfg.params
     rows, _ = load_grpo_rows(data)
-    with stage_run("train_eval", cfg.as_dict()) as run:
+    with stage_run("train_eval", cfg.as_dict()):
         try:
             result = run_train_eval(models, rows, p)
         except KVCacheError as exc:  # the machine cannot give the engine's KV cache
             raise SystemExit(f"train_eval: {exc}") from None
-        run.log_metrics(result)
-    write_json(METRICS, result)
+        write_json(METRICS, result)
     print(summary(result))
 
 

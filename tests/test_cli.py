@@ -593,7 +593,8 @@ def test_preflight_as_a_real_process_without_unicode_output(tmp_path):
 def test_report_finds_dvc_beside_the_interpreter_without_path(monkeypatch, tmp_path):
     """`codethinker report --exps auto` from a venv that is not activated: `dvc` is not on PATH (it
     crashed with FileNotFoundError); the one beside the interpreter is used, else a clear error."""
-    from codethinker.evaluation.commands import CommandError, dvc_command
+    from codethinker.errors import UsageError as CommandError
+    from codethinker.ops.dvc_api import dvc_command
 
     monkeypatch.setenv("PATH", str(tmp_path))
     beside = Path(sys.executable).parent / "dvc"

@@ -17,12 +17,14 @@ import io
 import tokenize
 from dataclasses import dataclass
 
+from codethinker.errors import CodethinkerError
+
 __all__ = ["NormalizeError", "Normalized", "find_entry", "normalize_source"]
 
 _STRING_TOKENS = {tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
 
 
-class NormalizeError(ValueError):
+class NormalizeError(CodethinkerError, ValueError):
     """The program cannot be normalized (syntax error, no entry function, ...)."""
 
 

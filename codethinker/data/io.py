@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from codethinker.errors import CodethinkerError
+
 __all__ = [
     "RecordError",
     "atomic_write",
@@ -33,7 +35,7 @@ __all__ = [
 ]
 
 
-class RecordError(ValueError):
+class RecordError(CodethinkerError, ValueError):
     """A malformed record: names the file, the 1-based row and the field."""
 
     def __init__(self, path: str | os.PathLike[str], row: int | None, field: str | None, problem: str):

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codethinker.errors import CodethinkerError
 from codethinker.data.io import atomic_write
 
 __all__ = ["ChatClient", "ChatConfig", "LLMError"]
@@ -31,7 +32,7 @@ __all__ = ["ChatClient", "ChatConfig", "LLMError"]
 Messages = list[dict[str, str]]
 
 
-class LLMError(RuntimeError):
+class LLMError(CodethinkerError, RuntimeError):
     """A request failed for good (after retries, or with an answer that cannot be read)."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codethinker.errors import CodethinkerError
 from codethinker.data.io import RecordError, atomic_write, iter_jsonl
 
 __all__ = [
@@ -43,7 +44,7 @@ _REVAL = "https://raw.githubusercontent.com/r-eval/REval/2f148b913deb4ae0e0ce41f
 LIVECODEBENCH_REPO = "livecodebench/execution-v2"
 
 
-class SourceError(RuntimeError):
+class SourceError(CodethinkerError, RuntimeError):
     """A source file is missing, unreachable or has the wrong checksum."""
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codethinker.errors import CodethinkerError
+
 __all__ = [
     "CPU_BLOCK_SIZE",
     "ENV_VAR",
@@ -82,7 +84,7 @@ DTYPE_BYTES = {
 }
 
 
-class KVCacheError(RuntimeError):
+class KVCacheError(CodethinkerError, RuntimeError):
     """The KV cache the params ask for cannot be had; the message names the params to change."""
 
 

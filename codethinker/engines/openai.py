@@ -21,13 +21,14 @@ from typing import Any
 
 from codethinker.engines.base import Completion
 from codethinker.engines.hf import cut_at_stop
+from codethinker.errors import CodethinkerError
 
 __all__ = ["OpenAIEngine", "ServerError"]
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
-class ServerError(RuntimeError):
+class ServerError(CodethinkerError, RuntimeError):
     """The server kept failing after all retries, or answered a request with a client error."""
 
 

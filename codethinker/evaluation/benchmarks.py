@@ -33,6 +33,7 @@ from typing import Any
 
 from codethinker.contra.tracer import Flow
 from codethinker.data.io import iter_jsonl, read_jsonl, write_jsonl
+from codethinker.errors import CodethinkerError
 
 __all__ = [
     "BENCHMARKS",
@@ -92,7 +93,7 @@ _LCB_IMPORTS = (
 )
 
 
-class BenchmarkUnavailable(RuntimeError):
+class BenchmarkUnavailable(CodethinkerError, RuntimeError):
     """The benchmark cannot be loaded here (LiveCodeBench without the hub): skip it with the message."""
 
 

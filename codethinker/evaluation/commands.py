@@ -7,7 +7,7 @@
     codethinker report [--source metrics|mlflow] [--exps exps.json] [--out docs/results.md]
 
 Expected problems (an unknown benchmark, a missing model folder, an unreadable metrics file)
-raise :class:`CommandError`, which the CLI prints as one line with exit code 2. LiveCodeBench-O
+raise :class:`~codethinker.errors.UsageError`, which the CLI prints as one line with exit code 2. LiveCodeBench-O
 without the Hugging Face hub is skipped with a message, not an error.
 """
 
@@ -16,18 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from codethinker.errors import UsageError
 from codethinker.evaluation.harness import FORMATS, EvalConfig, ModelSpec
 
-__all__ = ["CommandError", "add_eval_arguments", "add_report_arguments", "run_eval", "run_report"]
-
-
-class CommandError(Exception):
-    """An expected error of ``eval``/``report``: one line, exit code 2."""
+__all__ = ["add_eval_arguments", "add_report_arguments", "run_eval", "run_report"]
 
 
 def add_eval_arguments(p: argparse.ArgumentParser) -> None:
@@ -85,7 +81,7 @@ def _mirror(arg: str | None) -> Path | None:
 
     if arg:
         if not Path(arg).is_dir():
-            raise CommandError(f"mirror folder not found: {arg}")
+            raise UsageError(f"mirror folder not found: {arg}")
         return Path(arg)
     try:
         base = load_params().get("base", {}) if Path("params.yaml").is_file() else {}
@@ -104,12 +100,12 @@ def _bench_names(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     try:
         names = list(dict.fromkeys(bm.canonical_name(b) for b in raw if not gz.known(b)))
     except ValueError as exc:
-        raise CommandError(f"{exc}; or a generalization benchmark: {', '.join(gz.NAMES)}") from None
+        raise UsageError(f"{exc}; or a generalization benchmark: {', '.join(gz.NAMES)}") from None
     return general, names
 
 
 def _eval_setup(args: argparse.Namespace) -> tuple[EvalConfig, ModelSpec]:
-    """The sampling config and the model of ``eval``; :class:`CommandError` when either is wrong."""
+    """The sampling config and the model of ``eval``; :class:`UsageError` when either is wrong."""
     from codethinker.evaluation.harness import model_problem
 
     try:
@@ -118,9 +114,9 @@ def _eval_setup(args: argparse.Namespace) -> tuple[EvalConfig, ModelSpec]:
         )
         spec = ModelSpec(args.name or Path(args.model.rstrip("/")).name, args.model, args.adapter, args.format)
     except ValueError as exc:
-        raise CommandError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if problem := model_problem(spec):
-        raise CommandError(problem)
+        raise UsageError(problem)
     return config, spec
 
 
@@ -138,7 +134,7 @@ def _prepare_benches(names: list[str], mirror: Path | None) -> dict:
             print(str(exc), file=sys.stderr)
             benches[name] = str(exc)
         except (SourceError, RecordError) as exc:
-            raise CommandError(str(exc)) from None
+            raise UsageError(str(exc)) from None
     return benches
 
 
@@ -146,7 +142,7 @@ def _evaluate_tracked(args: argparse.Namespace, spec: ModelSpec, config: EvalCon
     """Evaluate ``spec`` on ``benches`` inside the ``eval`` run: tags, metrics per benchmark, the metrics
     folder as an artifact; predictions and metrics written under ``out``."""
     from codethinker.evaluation.harness import evaluate_model
-    from codethinker.tracking import stage_run
+    from codethinker.ops.runs import stage_run  # the CLI layer: ops may be imported here
 
     options = _engine_options(args)
     with stage_run("eval", {"model": asdict(spec), "config": asdict(config), "backend": args.backend}) as run:
@@ -163,7 +159,7 @@ def _evaluate_tracked(args: argparse.Namespace, spec: ModelSpec, config: EvalCon
                 log=lambda s: None,
             )
         except OSError as exc:  # a hub id that cannot be downloaded, an unreadable model folder
-            raise CommandError(f"cannot load {spec.model}: {exc}") from None
+            raise UsageError(f"cannot load {spec.model}: {exc}") from None
         for bench, m in results.items():
             if not m.get("skipped"):
                 run.log_metrics({f"{bench}.{k}": v for k, v in m.items() if isinstance(v, int | float)})
@@ -202,19 +198,19 @@ def _run_general(args: argparse.Namespace, spec: ModelSpec, names: list[str], mi
     from codethinker.data.sources import SourceError
     from codethinker.evaluation.generalize import GenConfig, run_benchmarks
     from codethinker.evaluation.harness import close_engine, open_engine
-    from codethinker.tracking import stage_run
+    from codethinker.ops.runs import stage_run  # the CLI layer: ops may be imported here
 
     try:
         config = GenConfig(
             n=args.runs, temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed, limit=args.limit
         )
     except ValueError as exc:
-        raise CommandError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     with stage_run("eval-generalize", {"model": asdict(spec), "config": asdict(config)}) as run:
         try:
             engine = open_engine(spec, args.backend, **_engine_options(args))
         except OSError as exc:
-            raise CommandError(f"cannot load {spec.model}: {exc}") from None
+            raise UsageError(f"cannot load {spec.model}: {exc}") from None
         try:
             results = run_benchmarks(
                 engine,
@@ -228,24 +224,12 @@ def _run_general(args: argparse.Namespace, spec: ModelSpec, names: list[str], mi
                 log=print,
             )
         except (SourceError, RecordError, ValueError) as exc:
-            raise CommandError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         finally:
             close_engine(engine)
         for bench, m in results.items():
             if "skipped" not in m:
                 run.log_metrics({f"{bench}.{k}": v for k, v in m.items() if isinstance(v, int | float)})
-
-
-def dvc_command() -> str:
-    """``dvc`` beside the running interpreter (the project's venv, also when it is not activated),
-    else on ``PATH``; a :class:`CommandError` that says how to get it otherwise."""
-    import shutil
-
-    here = Path(sys.executable).parent / "dvc"
-    found = str(here) if here.is_file() else shutil.which("dvc")
-    if not found:
-        raise CommandError("--exps auto runs `dvc exp show --json`, and no `dvc` was found (make install)")
-    return found
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -256,21 +240,20 @@ def run_report(args: argparse.Namespace) -> int:
             results = report.from_mlflow()
         else:
             if not Path(args.metrics_dir).is_dir():
-                raise CommandError(f"no metrics folder {args.metrics_dir} (run `dvc repro` or `codethinker eval`)")
+                raise UsageError(f"no metrics folder {args.metrics_dir} (run `dvc repro` or `codethinker eval`)")
             results = report.from_metrics_dir(args.metrics_dir)
     except ValueError as exc:
-        raise CommandError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if not results:
-        raise CommandError(f"no evaluation results in {args.source} (run `dvc repro` or `codethinker eval` first)")
+        raise UsageError(f"no evaluation results in {args.source} (run `dvc repro` or `codethinker eval` first)")
     exps, raw = None, None
     if args.exps == "auto":
-        proc = subprocess.run([dvc_command(), "exp", "show", "--json"], capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise CommandError(f"`dvc exp show --json` failed: {proc.stderr.strip().splitlines()[-1:]}")
-        raw = proc.stdout
+        from codethinker.ops.dvc_api import exp_show_json
+
+        raw = exp_show_json()
     elif args.exps:
         if not Path(args.exps).is_file():
-            raise CommandError(f"experiments file not found: {args.exps}")
+            raise UsageError(f"experiments file not found: {args.exps}")
         raw = Path(args.exps).read_text()
     micro = None
     if raw is not None:
@@ -280,7 +263,7 @@ def run_report(args: argparse.Namespace) -> int:
             exps = report.from_dvc_exps(raw)
             micro = micro_table.collect(raw)
         except (json.JSONDecodeError, TypeError, AttributeError) as exc:
-            raise CommandError(f"{args.exps}: not the JSON of `dvc exp show --json` ({exc})") from None
+            raise UsageError(f"{args.exps}: not the JSON of `dvc exp show --json` ({exc})") from None
     params = None
     if args.params and Path(args.params).is_file():
         import yaml
@@ -291,7 +274,7 @@ def run_report(args: argparse.Namespace) -> int:
     try:
         general = general_report.from_dir(args.general_dir)
     except ValueError as exc:
-        raise CommandError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     text = report.render_report(results, exps, params=params, note=args.note, micro=micro, general=general)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from codethinker.errors import CodethinkerError
+
 __all__ = ["GIB", "GPUMemoryError", "GPUPlan", "ModelShape", "plan_local_gpu"]
 
 GIB = 1024**3
@@ -65,7 +67,7 @@ _IN_OUT = {  # (in, out) of each Qwen2 linear layer, in units of (hidden, interm
 }
 
 
-class GPUMemoryError(ValueError):
+class GPUMemoryError(CodethinkerError, ValueError):
     """The local backend's policy and vLLM do not fit the GPU; the message has the breakdown."""
 
 

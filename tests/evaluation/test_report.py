@@ -106,7 +106,7 @@ def test_report_cli(metrics_dir, tmp_path, capsys):
 @pytest.mark.slow
 def test_report_from_mlflow(tmp_path, monkeypatch):
     """A stage-style run (tags eval.model, metrics <bench>.<key>) read back into Table 1."""
-    from codethinker.tracking import stage_run
+    from codethinker.ops.runs import stage_run
 
     monkeypatch.setenv("CODETHINKER_TRACKING", "on")
     monkeypatch.setenv("CODETHINKER_TRACKING_AUTOLOG", "off")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.pipeline import apply_overrides, classify, normalize_overrides, read_dag, select
+from flows.dag import apply_overrides, classify, normalize_overrides, read_dag, select
 from tests.ops.toy import ROOT, make_toy
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # DVC 3.67 internals
@@ -18,10 +18,11 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_toy(
         tmp_path_factory.mktemp("dag"),
         {
-            "report": {"deps": ["train", "side"]},  # listed first: order must come from the DAG
-            "prep": {},
+            # listed first: order must come from the DAG
+            "report": {"deps": ["train", "side"], "meta": {"llm": "report.engine_backend"}},
+            "prep": {"meta": {"llm": "prep.backend"}},
             "train": {"deps": ["prep"]},
-            "side": {},
+            "side": {"meta": {"llm": ["side.gen.teacher"]}},
         },
     )
 
@@ -157,7 +158,11 @@ def _core_imports(path: Path, seen: set[str]) -> set[str]:
 
 
 # imported by every stage, but what they do cannot change a stage's outputs
-_NOT_DEPS = {"codethinker/tracking.py"}
+_NOT_DEPS = {
+    "codethinker/tracking.py",
+    "codethinker/errors.py",  # the base class of expected errors
+    *(str(p.relative_to(ROOT)) for p in (ROOT / "codethinker" / "ops").glob("*.py")),
+}
 
 
 def test_stage_deps_cover_the_core_code_they_import() -> None:
@@ -171,3 +176,35 @@ def test_stage_deps_cover_the_core_code_they_import() -> None:
         if gap:
             missing[name] = gap
     assert not missing, f"dvc.yaml deps lack modules the stages import: {missing}"
+
+
+def test_classify_reads_gpu_and_llm_marks_from_dvc_yaml_meta(tmp_path: Path) -> None:
+    root = make_toy(
+        tmp_path,
+        {
+            "gen": {"meta": {"llm": "gen.backend"}},
+            "train": {"deps": ["gen"], "meta": {"gpu": True}},
+            "plain": {},
+        },
+    )
+    specs = read_dag(root)
+    assert {s.name: s.meta for s in specs} == {"gen": {"llm": "gen.backend"}, "train": {"gpu": True}, "plain": {}}
+    params = {"base": {"profile": "default"}, "gen": {"backend": {"default": "mutate", "paper": "llm"}}}
+    c = classify(specs, params)
+    assert c["train"] == {"gpu": True, "llm": False, "retry": True}
+    assert c["gen"] == {"gpu": False, "llm": False, "retry": False}
+    assert c["plain"] == {"gpu": False, "llm": False, "retry": False}
+    params["base"]["profile"] = "paper"
+    assert classify(specs, params)["gen"] == {"gpu": True, "llm": True, "retry": True}
+    assert classify(specs, params | {"flow": {"gpu_stages": []}})["train"]["gpu"] is False  # params win
+
+
+def test_project_marks_gpu_and_llm_stages() -> None:
+    """The real dvc.yaml declares the stages that need a GPU or may call an LLM."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    meta = {name: (entry.get("do") or entry).get("meta") or {} for name, entry in stages.items()}
+    assert {n for n, m in meta.items() if m.get("gpu")} == {"sft", "grpo", "train_eval", "evaluate", "generalize"}
+    assert {n: m["llm"] for n, m in meta.items() if m.get("llm")} == {
+        "gen_inputs": "gen_inputs.backend",
+        "contra_sft": "contra_sft.teacher",
+    }

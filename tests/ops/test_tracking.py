@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from codethinker import tracking
-from codethinker.tracking import TrackingUnavailable, pipeline_run, register_adapter, stage_run
+from codethinker.ops import procs
+from codethinker.ops.runs import pipeline_run, stage_run
+from codethinker.tracking import TrackingUnavailable, register_adapter
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,7 +111,7 @@ def test_runs_of_dead_owners_are_reaped(tracking_on: Path) -> None:
 def test_sigterm_ends_stage_run_killed(tracking_on: Path) -> None:
     code = (
         "import os, signal\n"
-        "from codethinker.tracking import stage_run\n"
+        "from codethinker.ops.runs import stage_run\n"
         "with stage_run('term'):\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"
     )
@@ -188,10 +189,10 @@ def test_tracking_off_is_a_no_op(tracking_on: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_owner_keys() -> None:
-    me = tracking.process_key(os.getpid())
-    assert me and tracking.process_alive(me)
-    assert not tracking.process_alive(f"{socket.gethostname()}:999999999:1")
-    assert tracking.process_alive("another-host:1:1")
+    me = procs.process_key(os.getpid())
+    assert me and procs.process_alive(me)
+    assert not procs.process_alive(f"{socket.gethostname()}:999999999:1")
+    assert procs.process_alive("another-host:1:1")
 
 
 def test_autolog_resolves_foreach_stages_and_metrics_folders(tracking_on: Path) -> None:

@@ -23,7 +23,7 @@ import json, os, sys, time
 from pathlib import Path
 
 from codethinker.params import load_section
-from codethinker.tracking import stage_run
+from codethinker.ops.stage import stage_run
 
 name = sys.argv[1]
 p = load_section(name)
@@ -68,7 +68,7 @@ print(f"{name}: value {total}")
 def make_toy(
     root: Path, stages: dict[str, dict], params_extra: dict | None = None, python: str = sys.executable
 ) -> Path:
-    """``stages``: name -> {"deps": [upstream names], "params": {...}} in DAG order."""
+    """``stages``: name -> {"deps": [upstream names], "params": {...}, "meta": {...}} in DAG order."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "toystage.py").write_text(STAGE_SCRIPT)
     params: dict = {"base": {"seed": 0}}
@@ -83,6 +83,8 @@ def make_toy(
             "outs": [f"out/{name}.json"],
             "metrics": [{f"metrics/{name}.json": {"cache": False}}],
         }
+        if spec.get("meta"):
+            dvc["stages"][name]["meta"] = spec["meta"]
     params.update(params_extra or {})
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     (root / "dvc.yaml").write_text(yaml.safe_dump(dvc, sort_keys=False))

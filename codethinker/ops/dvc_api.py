@@ -1,0 +1,115 @@
+"""What goes through DVC itself: the stage graph, ``-S`` parameter overrides, ``dvc exp show``.
+
+The graph is read with DVC's ``Repo`` (``repo.index``): DVC is what ``dvc repro`` runs, so the
+flow must see the stages, ``foreach`` items, interpolated paths, ``.dvc`` data sources and nested
+``dvc.yaml`` files exactly as DVC resolves them; a second reader would drift from it. Overrides use
+DVC's own ``dvc exp run -S`` code (:mod:`dvc.utils.hydra`: Hydra's grammar, comments kept).
+DVC is imported lazily: stages never pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codethinker.errors import UsageError
+
+__all__ = ["StageSpec", "apply_params_overrides", "dvc_command", "exp_show_json", "read_graph"]
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One DVC stage as the flow sees it; paths are relative to the project root."""
+
+    name: str  # DVC addressing: `name`, `name@key` (foreach) or `sub/dvc.yaml:name`
+    cmd: str
+    upstream: tuple[str, ...]
+    outs: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
+    plots: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)  # the stage's `meta:` marks
+
+    @property
+    def section(self) -> str:
+        """The params.yaml section of the stage (stage name = module name)."""
+        return self.name.rsplit(":", 1)[-1].split("@")[0]
+
+
+def read_graph(root: str | os.PathLike[str] = ".") -> list[StageSpec]:
+    """The pipeline stages in an order that respects dependencies (ties: dvc.yaml order)."""
+    import networkx as nx
+    from dvc.repo import Repo
+    from dvc.stage import PipelineStage
+
+    root_p = Path(root).resolve()
+    # DVC addresses stages relative to the working directory: read from the root
+    with contextlib.chdir(root_p), Repo(str(root_p)) as repo:
+        graph = repo.index.graph  # edges: stage -> the stage that makes one of its deps
+        position = {id(s): i for i, s in enumerate(repo.index.stages)}
+
+        def upstream(stage: Any, seen: set[int]) -> set[str]:
+            found: set[str] = set()
+            for dep in graph.successors(stage):
+                if isinstance(dep, PipelineStage):
+                    found.add(dep.addressing)
+                elif id(dep) not in seen:  # a .dvc data source: look through it
+                    seen.add(id(dep))
+                    found |= upstream(dep, seen)
+            return found
+
+        def rel(out: Any) -> str:
+            return os.path.relpath(out.fs_path, root_p)
+
+        order = nx.lexicographical_topological_sort(
+            graph.reverse(copy=True), key=lambda s: f"{position.get(id(s), 10**8):010d}"
+        )
+        return [
+            StageSpec(
+                name=s.addressing,
+                cmd=s.cmd if isinstance(s.cmd, str) else " && ".join(s.cmd),
+                upstream=tuple(sorted(upstream(s, set()))),
+                outs=tuple(rel(o) for o in s.outs),
+                metrics=tuple(rel(o) for o in s.outs if o.metric),
+                plots=tuple(rel(o) for o in s.outs if o.plot),
+                meta=dict(s.meta) if isinstance(s.meta, dict) else {},
+            )
+            for s in order
+            if isinstance(s, PipelineStage)
+        ]
+
+
+def apply_params_overrides(params_file: str | os.PathLike[str], items: list[str]) -> None:
+    """Write ``section.key=value`` overrides into ``params_file`` as ``dvc exp run -S`` does
+    (``ValueError`` naming the overrides when DVC rejects one)."""
+    from dvc.exceptions import InvalidArgumentError
+    from dvc.utils.hydra import apply_overrides as dvc_apply_overrides
+
+    try:
+        dvc_apply_overrides(Path(params_file), items)
+    except InvalidArgumentError as exc:
+        raise ValueError(f"invalid params override in {items}: {exc.__cause__ or exc}") from None
+
+
+def dvc_command() -> str:
+    """``dvc`` beside the running interpreter (the project's venv, also when it is not activated),
+    else on ``PATH``; a :class:`~codethinker.errors.UsageError` that says how to get it otherwise."""
+    import shutil
+
+    here = Path(sys.executable).parent / "dvc"
+    found = str(here) if here.is_file() else shutil.which("dvc")
+    if not found:
+        raise UsageError("--exps auto runs `dvc exp show --json`, and no `dvc` was found (make install)")
+    return found
+
+
+def exp_show_json() -> str:
+    """The output of ``dvc exp show --json`` here; a :class:`~codethinker.errors.UsageError` when it fails."""
+    proc = subprocess.run([dvc_command(), "exp", "show", "--json"], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise UsageError(f"`dvc exp show --json` failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return proc.stdout

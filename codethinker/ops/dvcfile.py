@@ -1,0 +1,81 @@
+"""``dvc.yaml`` read as plain YAML (no DVC import: a stage reads its own entry in milliseconds).
+
+A stage is addressed as DVC does: ``name``, ``name@key`` (one item of a ``foreach`` stage, whose
+``do:`` entry has ``${key}`` replaced) or ``sub/dvc.yaml:name``. Paths come back joined to the
+stage's ``wdir``; a path still holding an interpolation (``${item.dep}``) is left out.
+
+``meta:`` marks of a stage (DVC stores ``meta`` and ignores it) tell the flow what a stage needs:
+``gpu: true`` (it takes the GPU slot) and ``llm: <section.key>`` or a list of them (it calls an LLM
+endpoint when that parameter is ``llm`` for the current ``base.profile``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["declared", "llm_params", "marks", "stage_entry"]
+
+_KINDS = ("outs", "metrics", "plots")
+
+
+def _split(stage: str, root: Path) -> tuple[Path, str, str]:
+    """(dvc.yaml path, stage name, foreach key) of a DVC stage address."""
+    file, sep, name = stage.rpartition(":")
+    path = root / file if sep and file.endswith(("dvc.yaml", "dvc.yml")) else root / "dvc.yaml"
+    if not (sep and file.endswith(("dvc.yaml", "dvc.yml"))):
+        name = stage
+    name, _, key = name.partition("@")
+    return path, name, key
+
+
+def stage_entry(stage: str, root: str | Path = ".") -> dict[str, Any]:
+    """The ``dvc.yaml`` entry of ``stage`` (a foreach item's ``do:``, ``${key}`` not yet replaced); {} if none."""
+    path, name, key = _split(stage, Path(root))
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+        entry = (data.get("stages") or {}).get(name) or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return {}
+    if not isinstance(entry, dict):
+        return {}
+    if key and isinstance(entry.get("do"), dict):  # foreach stage: `${key}` is the part after @
+        entry = entry["do"]
+    return entry
+
+
+def declared(stage: str, root: str | Path = ".") -> dict[str, list[str]]:
+    """``outs``/``metrics``/``plots`` paths of ``stage`` ({} when dvc.yaml has no such stage)."""
+    root = Path(root)
+    entry = stage_entry(stage, root)
+    if not entry:
+        return {}
+    path, _, key = _split(stage, root)
+    wdir = path.parent / str(entry.get("wdir", "."))
+    out: dict[str, list[str]] = {}
+    for kind in _KINDS:
+        paths = []
+        for item in entry.get(kind) or []:
+            raw = next(iter(item)) if isinstance(item, dict) else item
+            if isinstance(raw, str):
+                raw = raw.replace("${key}", key) if key else raw
+                if "${" not in raw:
+                    paths.append(str(wdir / raw))
+        out[kind] = paths
+    return out
+
+
+def marks(stage: str, root: str | Path = ".") -> dict[str, Any]:
+    """The ``meta:`` mapping of ``stage`` ({} when it has none)."""
+    meta = stage_entry(stage, root).get("meta")
+    return dict(meta) if isinstance(meta, dict) else {}
+
+
+def llm_params(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The ``section.key`` parameters of a ``meta: {llm: ...}`` mark (one name or a list)."""
+    value = meta.get("llm")
+    if not value:
+        return ()
+    return (str(value),) if isinstance(value, str) else tuple(str(v) for v in value)
