@@ -138,46 +138,6 @@ def test_the_real_params_file_survives_dvc_exp_run_set(tmp_path: Path, override:
     assert load_yaml(tmp_path / "params.yaml") == expected  # what `dvc repro` reads next
 
 
-def _core_imports(path: Path, seen: set[str]) -> set[str]:
-    """``codethinker/*.py`` files ``path`` imports, transitively (relative to the project root)."""
-    import ast
-
-    for node in ast.walk(ast.parse(path.read_text())):
-        names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "codethinker":
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names if a.name.split(".")[0] == "codethinker"]
-        for name in names:
-            for f in (ROOT / f"{name.replace('.', '/')}.py", ROOT / name.replace(".", "/") / "__init__.py"):
-                rel = str(f.relative_to(ROOT))
-                if f.is_file() and rel not in seen:
-                    seen.add(rel)
-                    _core_imports(f, seen)
-    return seen
-
-
-# imported by every stage, but what they do cannot change a stage's outputs
-_NOT_DEPS = {
-    "codethinker/tracking.py",
-    "codethinker/errors.py",  # the base class of expected errors
-    *(str(p.relative_to(ROOT)) for p in (ROOT / "codethinker" / "ops").glob("*.py")),
-}
-
-
-def test_stage_deps_cover_the_core_code_they_import() -> None:
-    """A change to any library module a stage runs must make DVC rerun that stage."""
-    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    missing = {}
-    for name, entry in stages.items():
-        deps = set((entry.get("do") or entry).get("deps") or [])
-        imported = _core_imports(ROOT / "stages" / f"{name}.py", set())
-        gap = sorted(f for f in imported - deps - _NOT_DEPS if not f.endswith("__init__.py"))
-        if gap:
-            missing[name] = gap
-    assert not missing, f"dvc.yaml deps lack modules the stages import: {missing}"
-
-
 def test_classify_reads_gpu_and_llm_marks_from_dvc_yaml_meta(tmp_path: Path) -> None:
     root = make_toy(
         tmp_path,
