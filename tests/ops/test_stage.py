@@ -116,7 +116,7 @@ def test_declared_reads_foreach_items_and_marks(tmp_path: Path) -> None:
 def test_report_reads_what_the_autolog_of_an_evaluate_stage_logged(tracking_on: Path) -> None:
     """The evaluate stage logs no metrics itself: the autolog of metrics/eval/<model>/ gives the report its keys."""
     from codethinker.data.io import write_json
-    from codethinker.evaluation import report
+    from codethinker.evaluation import report, report_sources
     from tests.evaluation.test_report import _metrics
 
     root = tracking_on
@@ -130,6 +130,6 @@ def test_report_reads_what_the_autolog_of_an_evaluate_stage_logged(tracking_on: 
         write_json(root / "metrics/eval/grpo/cruxeval.json", m)
     res = report.from_mlflow()["grpo"]
     got = res.benches["cruxeval"]
-    for key in report._MLFLOW_KEYS:
+    for key in report_sources._MLFLOW_KEYS:
         if isinstance(m.get(key), int | float):
             assert got[key] == m[key], key
