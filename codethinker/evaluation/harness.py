@@ -13,7 +13,7 @@ Judging, per generation (model text is never executed; literals are read with
   and a tuple is not a list). The strict format is *not* required for it (the public harnesses
   only extract the answer); ``pass1_strict`` is the reward's check instead: valid format and the
   type-strict equality of SPEC §3.
-- **RCS** (ConTra only): ``crm_score(text, flow)["rcs"]``, the share of blocks before the first
+- **RCS** (ConTra only): ``crm_score(text, flow).rcs``, the share of blocks before the first
   wrong LOCALS, 0 when the format is broken.
 - **format-valid rate**: the strict ConTra validator, or the vanilla ``[THOUGHT]``/``[ANSWER]``
   parser. **Thinking depth**: generated tokens per answer.
@@ -188,7 +188,7 @@ def judge(text: str, sample: Sample, fmt: str) -> dict[str, Any]:
     passed = found and harness_equal(flow.output, prediction)
     if fmt in ("contra", "contra-bare"):
         s = crm_score(text, flow)
-        fmt_ok, rcs, strict, reason = s["fmt"], float(s["rcs"]), s["answer_ok"], s["reason"]
+        fmt_ok, rcs, strict, reason = s.fmt, float(s.rcs), s.answer_ok, s.reason
     else:
         ok, answer, reason = parse_vanilla(text, flow.entry)
         fmt_ok, rcs, strict = int(ok), None, int(ok and strict_equal(answer, flow.output))

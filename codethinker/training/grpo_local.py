@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codethinker.rewards.score import Score
 from codethinker.training.checkpoint import checkpoint_dir, fingerprint, last_checkpoint, save_policy
 from codethinker.training.common import MetricsCallback, model_dtype, precision
 from codethinker.training.grpo import (
@@ -91,7 +92,7 @@ class RewardFunc:
         self.spec = reward_spec(reward, crm, whitebox)
         self.config = self.spec.crm
         self.__name__ = self.spec.kind
-        self._scores: list[tuple[str, dict[str, Any], int]] = []
+        self._scores: list[tuple[str, Score, int]] = []
         self._seconds = 0.0
 
     @classmethod
@@ -117,7 +118,7 @@ class RewardFunc:
             kind = rollout_kind[i] if rollout_kind else "regular"
             n = len(completion_ids[i]) if completion_ids is not None else 0
             self._scores.append((kind, s, n))
-            out.append(float(s["reward"]))
+            out.append(float(s.reward))
         self._seconds += time.perf_counter() - t0
         return out
 
@@ -131,16 +132,16 @@ class RewardFunc:
             ("_regular", [x for x in sc if x[0] == "regular"]),
             ("_dbs", [x for x in sc if x[0] == "dbs"]),
         ):
-            m, sd, mx = _mean_std_max([x[1]["reward"] for x in sel])
+            m, sd, mx = _mean_std_max([x[1].reward for x in sel])
             out.update({f"reward{name}_mean": m, f"reward{name}_std": sd, f"reward{name}_max": mx})
         if sc:
             n = len(sc)
             out.update(
                 {
-                    "r_proc": sum(x[1]["r_proc"] for x in sc) / n,
-                    "r_res": sum(x[1]["r_res"] for x in sc) / n,
-                    "fmt_rate": sum(x[1]["fmt"] for x in sc) / n,
-                    "rcs": sum(x[1]["rcs"] for x in sc) / n,
+                    "r_proc": sum(x[1].r_proc for x in sc) / n,
+                    "r_res": sum(x[1].r_res for x in sc) / n,
+                    "fmt_rate": sum(x[1].fmt for x in sc) / n,
+                    "rcs": sum(x[1].rcs for x in sc) / n,
                     "response_len": sum(x[2] for x in sc) / n,
                 }
             )

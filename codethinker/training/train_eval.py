@@ -139,10 +139,10 @@ def score_prompts(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_to
         vals = {k: 0.0 for k in METRICS}
         for c in comps:
             s = spec.score(c.text, flow)
-            vals["fmt_rate"] += s["fmt"]
-            vals["reward"] += s["reward"]
-            vals["rcs"] += s["rcs"]
-            vals["answer_acc"] += s.get("answer_ok", 0)
+            vals["fmt_rate"] += s.fmt
+            vals["reward"] += s.reward
+            vals["rcs"] += s.rcs
+            vals["answer_acc"] += s.answer_ok
             vals["truncated"] += float(c.finish_reason == "length")
             vals["response_tokens"] += c.n_tokens
         per_prompt.append({k: v / max(len(comps), 1) for k, v in vals.items()})
