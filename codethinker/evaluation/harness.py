@@ -34,7 +34,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.contra.render import last_group, render_prompt, vanilla_prompt
+from codethinker.contra.render import (
+    ANSWER_CLOSE,
+    ANSWER_OPEN,
+    RETURN_CLOSE,
+    RETURN_OPEN,
+    TRACE_CLOSE,
+    last_group,
+    render_prompt,
+    vanilla_prompt,
+)
 from codethinker.contra.validate import MAX_LITERAL_CHARS
 from codethinker.contra.values import parse_literal, strict_equal
 from codethinker.data.io import write_json, write_jsonl
@@ -63,11 +72,11 @@ __all__ = [
 # contra: zero-shot ConTra (the format explained); contra-bare: the code and the call only, as the
 # from-scratch micro policy was trained (contra_sft.prompt: bare); vanilla: CRUXEval's assertion.
 FORMATS = ("contra", "contra-bare", "vanilla")
-STOP = {"contra": ["[/TRACE]"], "contra-bare": ["[/TRACE]"], "vanilla": ["[/ANSWER]"]}
+STOP = {"contra": [TRACE_CLOSE], "contra-bare": [TRACE_CLOSE], "vanilla": [ANSWER_CLOSE]}
 ANSWER_GROUP = {
-    "contra": ("[RETURN]", "[/RETURN]"),
-    "contra-bare": ("[RETURN]", "[/RETURN]"),
-    "vanilla": ("[ANSWER]", "[/ANSWER]"),
+    "contra": (RETURN_OPEN, RETURN_CLOSE),
+    "contra-bare": (RETURN_OPEN, RETURN_CLOSE),
+    "vanilla": (ANSWER_OPEN, ANSWER_CLOSE),
 }
 
 
