@@ -77,6 +77,8 @@ def open_engine(
 
     if adapter is not None:
         raise ValueError("the openai backend serves adapters under their own model name: pass that as the model")
+    if "base_url" not in opts:
+        raise ValueError("the openai backend needs base_url= (the server's /v1 address)")
     return OpenAIEngine(opts.pop("base_url"), str(model), **opts)
 
 
