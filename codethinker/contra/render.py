@@ -24,15 +24,25 @@ assert f(1) == 1
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from codethinker.contra.tracer import Flow
 
 __all__ = [
+    "ANSWER_CLOSE",
+    "ANSWER_OPEN",
+    "CODE_CLOSE",
+    "CODE_OPEN",
+    "LOCALS_CLOSE",
+    "LOCALS_OPEN",
     "PROMPT_STYLES",
+    "RETURN_CLOSE",
+    "RETURN_OPEN",
     "TAGS",
+    "THOUGHT_CLOSE",
+    "THOUGHT_OPEN",
     "THOUGHT_PLACEHOLDER",
-    "ContraTags",
+    "TRACE_CLOSE",
+    "TRACE_OPEN",
     "last_group",
     "render_prompt",
     "render_trace",
@@ -41,23 +51,22 @@ __all__ = [
 ]
 
 
-class ContraTags(NamedTuple):
-    """The ten tag lines of a ConTra trace, in the order they open and close: a tuple (``line in
-    TAGS``) whose members are also read by name (``TAGS.trace_end`` is ``"[/TRACE]"``)."""
-
-    trace: str = "[TRACE]"
-    trace_end: str = "[/TRACE]"
-    code: str = "[CODE]"
-    code_end: str = "[/CODE]"
-    thought: str = "[THOUGHT]"
-    thought_end: str = "[/THOUGHT]"
-    locals: str = "[LOCALS]"
-    locals_end: str = "[/LOCALS]"
-    return_: str = "[RETURN]"
-    return_end: str = "[/RETURN]"
-
-
-TAGS = ContraTags()
+TAGS = (
+    "[TRACE]",
+    "[/TRACE]",
+    "[CODE]",
+    "[/CODE]",
+    "[THOUGHT]",
+    "[/THOUGHT]",
+    "[LOCALS]",
+    "[/LOCALS]",
+    "[RETURN]",
+    "[/RETURN]",
+)
+# each ConTra tag by name (spelled once, in TAGS), and the vanilla format's answer group
+TRACE_OPEN, TRACE_CLOSE, CODE_OPEN, CODE_CLOSE, THOUGHT_OPEN, THOUGHT_CLOSE = TAGS[:6]
+LOCALS_OPEN, LOCALS_CLOSE, RETURN_OPEN, RETURN_CLOSE = TAGS[6:]
+ANSWER_OPEN, ANSWER_CLOSE = "[ANSWER]", "[/ANSWER]"
 THOUGHT_PLACEHOLDER = "<fill in: reasoning for this block>"
 
 
@@ -101,16 +110,16 @@ def render_trace(flow: Flow, thoughts: Sequence[str] | None = None) -> str:
     """The ConTra trace of ``flow``; ``thoughts[i]`` fills block i (empty when omitted)."""
     if thoughts is not None and len(thoughts) != len(flow.blocks):
         raise ValueError(f"{len(thoughts)} thoughts for {len(flow.blocks)} blocks")
-    out = [TAGS.trace]
+    out = [TRACE_OPEN]
     for i, b in enumerate(flow.blocks):
-        out.append(TAGS.code)
+        out.append(CODE_OPEN)
         out.extend(lineno_line(n, flow.lines[n]) for n in range(b.start, b.end + 1))
-        out += [TAGS.code_end, TAGS.thought]
+        out += [CODE_CLOSE, THOUGHT_OPEN]
         thought = _clean_thought(thoughts[i]) if thoughts is not None else ""
         if thought:
             out.append(thought)
-        out += [TAGS.thought_end, TAGS.locals, b.locals_text, TAGS.locals_end]
-    out += [TAGS.return_, assertion(flow), TAGS.return_end, TAGS.trace_end]
+        out += [THOUGHT_CLOSE, LOCALS_OPEN, b.locals_text, LOCALS_CLOSE]
+    out += [RETURN_OPEN, assertion(flow), RETURN_CLOSE, TRACE_CLOSE]
     return "\n".join(out)
 
 

@@ -36,7 +36,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from codethinker.contra.render import TAGS
+from codethinker.contra.render import (
+    CODE_CLOSE,
+    CODE_OPEN,
+    LOCALS_CLOSE,
+    LOCALS_OPEN,
+    RETURN_CLOSE,
+    RETURN_OPEN,
+    TAGS,
+    THOUGHT_CLOSE,
+    THOUGHT_OPEN,
+    TRACE_CLOSE,
+    TRACE_OPEN,
+)
 from codethinker.contra.tracer import Block, Flow
 from codethinker.contra.values import PY_SPACE, check_numbers, lex, literal_from_node, parse_literal
 
@@ -184,7 +196,7 @@ def _code_block(cur: _Lines, start: int, index: int) -> ParsedBlock:
     """Block ``index`` after its ``[CODE]`` tag: numbered code lines from LINENO ``start`` on, then
     its THOUGHT and LOCALS groups (LOCALS unparsed)."""
     code, next_line = [], start
-    for raw in cur.body(TAGS.code_end):
+    for raw in cur.body(CODE_CLOSE):
         m = _LINENO.match(raw)
         if not m:
             raise _Fail("lineno", f"line {cur.pos - 1}: not `[LINENO X]    source`")
@@ -194,10 +206,10 @@ def _code_block(cur: _Lines, start: int, index: int) -> ParsedBlock:
         code.append(m.group(2))
     if not code:
         raise _Fail("structure", f"line {cur.pos}: empty [CODE] group")
-    cur.expect(TAGS.thought)
-    thought = "\n".join(cur.body(TAGS.thought_end))
-    cur.expect(TAGS.locals)
-    loc_text = "\n".join(cur.body(TAGS.locals_end))
+    cur.expect(THOUGHT_OPEN)
+    thought = "\n".join(cur.body(THOUGHT_CLOSE))
+    cur.expect(LOCALS_OPEN)
+    loc_text = "\n".join(cur.body(LOCALS_CLOSE))
     if len(loc_text) > MAX_LITERAL_CHARS:
         raise _Fail("too_long", f"block {index}: LOCALS longer than the cap")
     return ParsedBlock(start, next_line - 1, tuple(code), thought, loc_text)
@@ -207,14 +219,14 @@ def _return_group(
     cur: _Lines, entry: str | None, known: tuple[str, Any, str] | None, input_text: str | None
 ) -> tuple[Any, str]:
     """``(answer, its text)`` of the RETURN group after its tag, which must close the trace."""
-    ret = [ln for ln in cur.body(TAGS.return_end) if ln.strip(PY_SPACE)]
+    ret = [ln for ln in cur.body(RETURN_CLOSE) if ln.strip(PY_SPACE)]
     if len(ret) != 1:
         raise _Fail("return", f"RETURN holds {len(ret)} non-empty lines, expected 1")
     if known is not None and ret[0].strip(PY_SPACE) == known[0]:
         value, answer_text = known[1], known[2]
     else:
         value, answer_text = _parse_assert(ret[0], entry, input_text)
-    cur.expect(TAGS.trace_end)
+    cur.expect(TRACE_CLOSE)
     if cur.pos != cur.n:
         raise _Fail("wrapper", "text after [/TRACE]")
     return value, answer_text
@@ -236,17 +248,17 @@ def _scan(
     blocks: list[ParsedBlock] = []
     try:
         first = cur.take()
-        if first != TAGS.trace:
+        if first != TRACE_OPEN:
             raise _Fail("wrapper", "first line must be [TRACE]")
-        if not partial and lines[-1] != TAGS.trace_end:
+        if not partial and lines[-1] != TRACE_CLOSE:
             raise _Fail("wrapper", "last line must be [/TRACE]")
         next_line = 0
         while True:
             tag = cur.take()
-            if tag == TAGS.code:
+            if tag == CODE_OPEN:
                 blocks.append(_code_block(cur, next_line, len(blocks)))
                 next_line = blocks[-1].end + 1
-            elif tag == TAGS.return_:
+            elif tag == RETURN_OPEN:
                 if not blocks:
                     raise _Fail("structure", "[RETURN] before any block")
                 value, answer_text = _return_group(cur, entry, known, input_text)

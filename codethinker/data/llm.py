@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.errors import CodethinkerError
 from codethinker.data.io import atomic_write
+from codethinker.errors import CodethinkerError
 
 __all__ = ["ChatClient", "ChatConfig", "LLMError"]
 

@@ -22,7 +22,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from codethinker.contra.render import TAGS, THOUGHT_PLACEHOLDER, render_prompt, render_trace, skeleton
+from codethinker.contra.render import (
+    THOUGHT_PLACEHOLDER,
+    TRACE_CLOSE,
+    TRACE_OPEN,
+    render_prompt,
+    render_trace,
+    skeleton,
+)
 from codethinker.contra.tracer import Flow
 from codethinker.contra.validate import validate
 from codethinker.contra.values import stable_repr, strict_equal
@@ -240,8 +247,8 @@ _THINK = re.compile(r"<think>.*?(</think>|\Z)", re.S)
 def extract_trace(answer: str) -> str | None:
     """The ``[TRACE]`` ... ``[/TRACE]`` part of a teacher's answer (thinking and fences removed)."""
     lines = _THINK.sub("", answer or "").split("\n")
-    starts = [i for i, ln in enumerate(lines) if ln.strip() == TAGS.trace]
-    ends = [i for i, ln in enumerate(lines) if ln.strip() == TAGS.trace_end]
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == TRACE_OPEN]
+    ends = [i for i, ln in enumerate(lines) if ln.strip() == TRACE_CLOSE]
     if not starts or not ends or ends[-1] < starts[0]:
         return None
     return "\n".join(lines[starts[0] : ends[-1] + 1])

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codethinker.errors import CodethinkerError
 from codethinker.data.io import RecordError, atomic_write, iter_jsonl
+from codethinker.errors import CodethinkerError
 
 __all__ = [
     "SOURCES",

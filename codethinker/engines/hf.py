@@ -129,17 +129,7 @@ class HFEngine:
                 enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
                 enc = {k: v.to(model.device) for k, v in enc.items()}
                 prompt_len = enc["input_ids"].shape[1]
-                gen_kw: dict[str, Any] = {
-                    "max_new_tokens": max_tokens,
-                    "num_return_sequences": per_prompt,
-                    "eos_token_id": self._eos,
-                    "pad_token_id": pad,
-                }
-                gen_kw.update(
-                    {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-                    if greedy
-                    else {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
-                )
+                gen_kw = self._generate_kwargs(per_prompt, max_tokens, temperature, pad)
                 if stop:
                     gen_kw["stopping_criteria"] = StoppingCriteriaList([_Stops()])
                 with torch.no_grad():
@@ -153,6 +143,21 @@ class HFEngine:
             if was_training:
                 model.train()
         return out
+
+    def _generate_kwargs(self, per_prompt: int, max_tokens: int, temperature: float, pad: int) -> dict[str, Any]:
+        """``generate``'s arguments: greedy at temperature 0, else plain sampling (no top-k/top-p)."""
+        sampling = (
+            {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+            if temperature <= 0
+            else {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+        )
+        return {
+            "max_new_tokens": max_tokens,
+            "num_return_sequences": per_prompt,
+            "eos_token_id": self._eos,
+            "pad_token_id": pad,
+            **sampling,
+        }
 
     def _completion(self, ids: list[int], stop: list[str], max_tokens: int) -> Completion:
         eos_at = next((k for k, t in enumerate(ids) if t in self._eos), None)

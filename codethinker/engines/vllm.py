@@ -93,6 +93,36 @@ def hidden_env(name: str, hide: bool = True) -> Iterator[None]:
             os.environ[name] = saved
 
 
+def _kv_cache_kwargs(
+    model: str | os.PathLike[str],
+    kv_cache_gib: float | str | None,
+    *,
+    cpu: bool,
+    dtype: str,
+    max_num_seqs: int | None,
+    max_model_len: int,
+    names: KVParamNames | None,
+) -> tuple[KVPlan | None, dict[str, Any]]:
+    """``(the CPU build's KV plan or None, vLLM's KV-cache arguments)``: on CPU the planned absolute
+    size (the node's memory checked first); on a GPU a number of GiB per GPU, else vLLM's share."""
+    if cpu:
+        plan = plan_kv_cache(
+            model,
+            kv_cache_gib,
+            dtype=dtype,
+            max_num_seqs=max_num_seqs or CPU_DEFAULT_MAX_NUM_SEQS["llm"],
+            max_model_len=max_model_len,
+            names=names,
+        )
+        if plan.nbytes is None:
+            return plan, {}
+        check_node_memory(plan, model)
+        return plan, {"kv_cache_memory_bytes": plan.nbytes}
+    if isinstance(kv_cache_gib, int | float) and not isinstance(kv_cache_gib, bool):
+        return None, {"kv_cache_memory_bytes": int(kv_cache_gib * 1024**3)}  # per GPU; overrides the share
+    return None, {}
+
+
 class VLLMEngine:
     """``vllm.LLM`` with text prefixes in, :class:`Completion` lists out.
 
@@ -132,21 +162,16 @@ class VLLMEngine:
         }
         if max_num_seqs is not None:
             kwargs["max_num_seqs"] = max_num_seqs
-        self.kv_plan: KVPlan | None = None
-        if cpu:
-            self.kv_plan = plan_kv_cache(
-                model,
-                kv_cache_gib,
-                dtype=dtype,
-                max_num_seqs=max_num_seqs or CPU_DEFAULT_MAX_NUM_SEQS["llm"],
-                max_model_len=max_model_len,
-                names=kv_params,
-            )
-            if self.kv_plan.nbytes is not None:
-                kwargs["kv_cache_memory_bytes"] = self.kv_plan.nbytes
-                check_node_memory(self.kv_plan, model)
-        elif isinstance(kv_cache_gib, int | float) and not isinstance(kv_cache_gib, bool):
-            kwargs["kv_cache_memory_bytes"] = int(kv_cache_gib * 1024**3)  # per GPU; overrides the share
+        self.kv_plan, kv_kwargs = _kv_cache_kwargs(
+            model,
+            kv_cache_gib,
+            cpu=cpu,
+            dtype=dtype,
+            max_num_seqs=max_num_seqs,
+            max_model_len=max_model_len,
+            names=kv_params,
+        )
+        kwargs.update(kv_kwargs)
         self.sleep_mode = sleep_mode and not cpu  # vLLM's sleep mode runs on CUDA only
         self.asleep = False
         if self.sleep_mode:
@@ -158,21 +183,25 @@ class VLLMEngine:
             kwargs.update(enforce_eager=True, enable_chunked_prefill=False, block_size=CPU_BLOCK_SIZE)
         kwargs["disable_log_stats"] = False  # keeps the counters behind prefix_cache_counts()
         kwargs.update({k: v for k, v in llm_kwargs.items() if v is not None})
+        self.llm = self._start(LLM, kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+        self._trail: OrderedDict[str, array] = OrderedDict()  # text returned -> its prompt + sampled ids
+        self.enable_lora = enable_lora
+        self._lora: Any = None
+        self._lora_id = 0
+
+    def _start(self, llm_class: Any, kwargs: dict[str, Any]) -> Any:
+        """vLLM's engine, with a failure the KV cache explains raised as :class:`KVCacheError`."""
         plan = self.kv_plan
         with hidden_env(ENV_VAR, hide=plan is not None and plan.nbytes is not None):
             try:
-                self.llm = LLM(**kwargs)
+                return llm_class(**kwargs)
             except Exception as exc:
                 share = kwargs["gpu_memory_utilization"]
                 why = plan and explain_start_failure(plan, exception_text(exc), gpu_memory_utilization=share)
                 if not why:
                     raise
                 raise KVCacheError(why) from exc
-        self.tokenizer = self.llm.get_tokenizer()
-        self._trail: OrderedDict[str, array] = OrderedDict()  # text returned -> its prompt + sampled ids
-        self.enable_lora = enable_lora
-        self._lora: Any = None
-        self._lora_id = 0
 
     def sleep(self) -> None:
         """Sleep mode, level 1 (``sleep_mode`` on a GPU; else nothing): the weights go to CPU memory

@@ -34,6 +34,7 @@ from codethinker.engines.kv_cache import (
     ENV_VAR,
     KVCacheError,
     KVParamNames,
+    KVPlan,
     check_node_memory,
     explain_start_failure,
     plan_kv_cache,
@@ -88,6 +89,52 @@ def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _kv_args(
+    model: str | os.PathLike[str],
+    kv_cache_gib: float | str | None,
+    *,
+    cpu: bool,
+    max_num_seqs: int | None,
+    max_model_len: int,
+    names: KVParamNames | None,
+) -> tuple[KVPlan | None, list[str]]:
+    """``(the CPU build's KV plan or None, the server's KV-cache arguments)``."""
+    from codethinker.engines.vllm import CPU_DEFAULT_MAX_NUM_SEQS
+
+    kv_args: list[str] = [] if max_num_seqs is None else ["--max-num-seqs", str(max_num_seqs)]
+    if not cpu:
+        return None, kv_args
+    plan = plan_kv_cache(
+        model,
+        kv_cache_gib,
+        max_num_seqs=max_num_seqs or CPU_DEFAULT_MAX_NUM_SEQS["server"],
+        max_model_len=max_model_len,
+        names=names,
+    )
+    if plan.nbytes is not None:
+        check_node_memory(plan, model)
+        kv_args += ["--kv-cache-memory-bytes", str(plan.nbytes)]
+    return plan, [*kv_args, "--block-size", str(CPU_BLOCK_SIZE)]  # the block the plan counts in
+
+
+def _wait_healthy(
+    handle: ServerHandle, port: int, plan: KVPlan | None, timeout_s: float, gpu_memory_utilization: float
+) -> None:
+    """Until the server answers its health check; a server that exits first raises (:class:`KVCacheError`
+    when the KV cache explains it), one still unhealthy after ``timeout_s`` a ``TimeoutError``."""
+    proc = handle.process
+    deadline = time.monotonic() + timeout_s
+    while not _healthy(f"http://127.0.0.1:{port}/health"):
+        if proc.poll() is not None:
+            why = plan and explain_start_failure(plan, handle.log_text(), gpu_memory_utilization=gpu_memory_utilization)
+            if why:
+                raise KVCacheError(why)
+            raise RuntimeError(f"vLLM server exited with {proc.returncode}:\n{handle.log_tail()}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"vLLM server not healthy after {timeout_s:.0f} s:\n{handle.log_tail()}")
+        time.sleep(1.0)
+
+
 @contextlib.contextmanager
 def vllm_server(
     model: str | os.PathLike[str],
@@ -106,26 +153,15 @@ def vllm_server(
     env: dict[str, str] | None = None,
 ) -> Iterator[ServerHandle]:
     """Run a vLLM OpenAI server for the duration of the ``with`` block."""
-    from codethinker.engines.vllm import CPU_DEFAULT_MAX_NUM_SEQS, on_cpu
+    from codethinker.engines.vllm import on_cpu
 
     port = port or free_port()
     cpu = on_cpu()
     if gpu_memory_utilization is None:
         gpu_memory_utilization = 0.15 if cpu else 0.85
-    plan = None
-    kv_args: list[str] = [] if max_num_seqs is None else ["--max-num-seqs", str(max_num_seqs)]
-    if cpu:
-        plan = plan_kv_cache(
-            model,
-            kv_cache_gib,
-            max_num_seqs=max_num_seqs or CPU_DEFAULT_MAX_NUM_SEQS["server"],
-            max_model_len=max_model_len,
-            names=kv_params,
-        )
-        if plan.nbytes is not None:
-            check_node_memory(plan, model)
-            kv_args += ["--kv-cache-memory-bytes", str(plan.nbytes)]
-        kv_args += ["--block-size", str(CPU_BLOCK_SIZE)]  # the block the plan counts in
+    plan, kv_args = _kv_args(
+        model, kv_cache_gib, cpu=cpu, max_num_seqs=max_num_seqs, max_model_len=max_model_len, names=kv_params
+    )
     cmd = [
         sys.executable,
         "-m",
@@ -153,18 +189,7 @@ def vllm_server(
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env=full_env)
     handle = ServerHandle(f"http://127.0.0.1:{port}/v1", served_name, proc, log)
     try:
-        deadline = time.monotonic() + timeout_s
-        while not _healthy(f"http://127.0.0.1:{port}/health"):
-            if proc.poll() is not None:
-                why = plan and explain_start_failure(
-                    plan, handle.log_text(), gpu_memory_utilization=gpu_memory_utilization
-                )
-                if why:
-                    raise KVCacheError(why)
-                raise RuntimeError(f"vLLM server exited with {proc.returncode}:\n{handle.log_tail()}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"vLLM server not healthy after {timeout_s:.0f} s:\n{handle.log_tail()}")
-            time.sleep(1.0)
+        _wait_healthy(handle, port, plan, timeout_s, gpu_memory_utilization)
         yield handle
     finally:
         _kill_group(proc, grace_s)

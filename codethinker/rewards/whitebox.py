@@ -35,18 +35,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from codethinker.config.loader import from_mapping
 from codethinker.contra.render import code_listing
 from codethinker.contra.tracer import Flow
 from codethinker.contra.values import parse_literal, strict_equal
 from codethinker.rewards.orm import MAX_CHARS, parse_vanilla
+from codethinker.rewards.score import Score, batched
 
 __all__ = [
     "MAX_QUESTIONS",
     "Question",
     "WhiteboxConfig",
     "check_params",
-    "compute_score",
     "whitebox_prompt",
     "whitebox_questions",
     "whitebox_reward",
@@ -143,7 +142,7 @@ def _answers(text: str) -> tuple[str, dict[int, str]]:
     return "\n".join(lines[:i] + lines[j + 1 :]), answers
 
 
-def whitebox_score(solution_str: str, flow: Flow, a: float = 0.5, k: int = 6) -> dict[str, Any]:
+def whitebox_score(solution_str: str, flow: Flow, a: float = 0.5, k: int = 6) -> Score:
     """Score one rollout; ``a`` and ``k`` are checked by :func:`check_params`."""
     check_params(a, k)
     rest, answers = _answers(solution_str)
@@ -164,31 +163,21 @@ def whitebox_score(solution_str: str, flow: Flow, a: float = 0.5, k: int = 6) ->
                 pass
     wb_acc = correct / len(qs) if qs else 0.0
     reward = 2.0 * ((1 - a) * io + a * wb_acc) if io else 0.0
-    return {
-        "fmt": int(fmt),
-        "deltas": [0] * len(flow.blocks),
-        "r_proc": 2.0 * wb_acc,
-        "r_res": 2.0 * io,
-        "reward": reward,
-        "rcs": 0.0,
-        "reason": reason,
-        "answer_ok": io,
-        "wb_acc": wb_acc,
-    }
+    return Score(
+        fmt=int(fmt),
+        deltas=[0] * len(flow.blocks),
+        r_proc=2.0 * wb_acc,
+        r_res=2.0 * io,
+        reward=reward,
+        rcs=0.0,
+        reason=reason,
+        answer_ok=io,
+        wb_acc=wb_acc,
+    )
 
 
 def whitebox_reward(
     completions: Sequence[str], truths: Sequence[Flow | str], a: float = 0.5, k: int = 6, **_: Any
 ) -> list[float]:
     """Batched pure reward: one float per completion."""
-    flows = [t if isinstance(t, Flow) else Flow.from_json(t) for t in truths]
-    return [whitebox_score(c, f, a, k)["reward"] for c, f in zip(completions, flows, strict=True)]
-
-
-def compute_score(
-    data_source: str, solution_str: str, ground_truth: str, extra_info: dict | None = None
-) -> dict[str, Any]:
-    """verl's reward entry point (``extra_info["whitebox"]`` may carry ``a`` and ``k``)."""
-    cfg = from_mapping(WhiteboxConfig, (extra_info or {}).get("whitebox"), "whitebox")
-    out = whitebox_score(solution_str, Flow.from_json(ground_truth), cfg.a, cfg.k)
-    return {"score": out["reward"], "fmt": out["fmt"], "answer_ok": out["answer_ok"], "wb_acc": out["wb_acc"]}
+    return batched(lambda c, f: whitebox_score(c, f, a, k), completions, truths)

@@ -29,11 +29,14 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from codethinker.contra.render import LOCALS_CLOSE, TRACE_CLOSE
 from codethinker.engines.base import Completion, Engine
 
-__all__ = ["DBSConfig", "DBSResult", "DBSRun", "allocate", "dbs_sample", "dbs_sample_async"]
+__all__ = ["BLOCK_STOP", "FINAL_STOP", "DBSConfig", "DBSResult", "DBSRun", "allocate", "dbs_sample", "dbs_sample_async"]
 
 Scorer = Callable[[str], float]
+BLOCK_STOP = (LOCALS_CLOSE,)  # the end of one ConTra block
+FINAL_STOP = (TRACE_CLOSE,)  # the end of a ConTra trace
 
 
 @dataclass
@@ -41,10 +44,10 @@ class DBSConfig:
     budget: int = field(default=4, metadata={"help": "final trajectories per prompt (the paper's 4)"})
     max_tokens: int = field(default=512, metadata={"help": "length limit of a whole trajectory, in tokens"})
     block_stop: list[str] = field(
-        default_factory=lambda: ["[/LOCALS]"], metadata={"help": "stop strings that end one block"}
+        default_factory=lambda: list(BLOCK_STOP), metadata={"help": "stop strings that end one block"}
     )
     final_stop: list[str] = field(
-        default_factory=lambda: ["[/TRACE]"], metadata={"help": "stop strings that end a trajectory"}
+        default_factory=lambda: list(FINAL_STOP), metadata={"help": "stop strings that end a trajectory"}
     )
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
     max_rounds: int = field(

@@ -1,18 +1,9 @@
-"""Pieces shared by the SFT and GRPO trainers: LoRA settings, devices, checkpoints, metric logging.
-
-Checkpoints live in ``<out>/checkpoints`` next to a ``fingerprint.json`` of what the run trains
-(parameters and input files). A run started again with the same fingerprint resumes from its
-last ``checkpoint-N`` (``resume_from_checkpoint``), so a killed run loses only its unfinished
-step; a different fingerprint clears the stale checkpoints first.
-"""
+"""Pieces shared by the SFT and GRPO trainers: LoRA settings, devices, metric logging (checkpoints and
+the saved model: :mod:`codethinker.training.checkpoint`)."""
 
 from __future__ import annotations
 
 import csv
-import hashlib
-import json
-import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +14,6 @@ from transformers import TrainerCallback
 __all__ = [
     "LoRAParams",
     "MetricsCallback",
-    "checkpoint_dir",
-    "hash_files",
-    "last_checkpoint",
     "precision",
 ]
 
@@ -65,48 +53,6 @@ def model_dtype() -> Any:
     import torch
 
     return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
-
-
-def hash_files(*paths: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    for p in paths:
-        p = Path(p)
-        if p.is_file():
-            with open(p, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-        elif p.is_dir():  # a model folder: its config and weights' names/sizes
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and "checkpoint" not in f.parts[-2]:
-                    h.update(f"{f.relative_to(p)}:{f.stat().st_size}".encode())
-        else:
-            h.update(str(p).encode())
-    return h.hexdigest()[:16]
-
-
-def checkpoint_dir(out: Path, fingerprint: dict[str, Any]) -> Path:
-    """``out/checkpoints``, emptied first when it holds another run's checkpoints."""
-    ck = Path(out) / "checkpoints"
-    fp_path = ck / "fingerprint.json"
-    text = json.dumps(fingerprint, sort_keys=True, default=str)
-    if ck.exists() and (not fp_path.is_file() or fp_path.read_text() != text):
-        shutil.rmtree(ck)
-    ck.mkdir(parents=True, exist_ok=True)
-    fp_path.write_text(text)
-    return ck
-
-
-def last_checkpoint(ck: Path) -> str | None:
-    """The newest complete ``checkpoint-N`` (one with a trainer_state.json), else None."""
-    best: tuple[int, Path] | None = None
-    for d in Path(ck).glob("checkpoint-*"):
-        try:
-            step = int(d.name.split("-")[1])
-        except (IndexError, ValueError):
-            continue
-        if (d / "trainer_state.json").is_file() and (best is None or step > best[0]):
-            best = (step, d)
-    return str(best[1]) if best else None
 
 
 class MetricsCallback(TrainerCallback):

@@ -14,24 +14,16 @@ format-valid rate, RCS, response length, and the tokens DBS generated and droppe
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from codethinker.training.common import (
-    MetricsCallback,
-    checkpoint_dir,
-    hash_files,
-    last_checkpoint,
-    model_dtype,
-    precision,
-)
+from codethinker.rewards.score import Score
+from codethinker.training.checkpoint import checkpoint_dir, fingerprint, last_checkpoint, save_policy
+from codethinker.training.common import MetricsCallback, model_dtype, precision
 from codethinker.training.grpo import (
     GRPOParams,
     load_grpo_rows,
@@ -40,9 +32,19 @@ from codethinker.training.grpo import (
     resolve_reward,
     with_reward_prompts,
 )
-from codethinker.training.rollout import Rollout, make_engine, prompt_key
+from codethinker.training.rollout import Rollout, prompt_key
 
-__all__ = ["CRMRewardFunc", "RewardFunc", "gpu_kv_cache_gib", "make_grpo_trainer", "run_grpo_local"]
+__all__ = [
+    "CRMRewardFunc",
+    "RewardFunc",
+    "StepStats",
+    "gpu_kv_cache_gib",
+    "grpo_config",
+    "grpo_metrics",
+    "make_grpo_trainer",
+    "rollout_engine",
+    "run_grpo_local",
+]
 
 TIMING = ("step_s", "rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s", "update_s")
 PLOT_COLUMNS = [
@@ -90,7 +92,7 @@ class RewardFunc:
         self.spec = reward_spec(reward, crm, whitebox)
         self.config = self.spec.crm
         self.__name__ = self.spec.kind
-        self._scores: list[tuple[str, dict[str, Any], int]] = []
+        self._scores: list[tuple[str, Score, int]] = []
         self._seconds = 0.0
 
     @classmethod
@@ -116,7 +118,7 @@ class RewardFunc:
             kind = rollout_kind[i] if rollout_kind else "regular"
             n = len(completion_ids[i]) if completion_ids is not None else 0
             self._scores.append((kind, s, n))
-            out.append(float(s["reward"]))
+            out.append(float(s.reward))
         self._seconds += time.perf_counter() - t0
         return out
 
@@ -130,16 +132,16 @@ class RewardFunc:
             ("_regular", [x for x in sc if x[0] == "regular"]),
             ("_dbs", [x for x in sc if x[0] == "dbs"]),
         ):
-            m, sd, mx = _mean_std_max([x[1]["reward"] for x in sel])
+            m, sd, mx = _mean_std_max([x[1].reward for x in sel])
             out.update({f"reward{name}_mean": m, f"reward{name}_std": sd, f"reward{name}_max": mx})
         if sc:
             n = len(sc)
             out.update(
                 {
-                    "r_proc": sum(x[1]["r_proc"] for x in sc) / n,
-                    "r_res": sum(x[1]["r_res"] for x in sc) / n,
-                    "fmt_rate": sum(x[1]["fmt"] for x in sc) / n,
-                    "rcs": sum(x[1]["rcs"] for x in sc) / n,
+                    "r_proc": sum(x[1].r_proc for x in sc) / n,
+                    "r_res": sum(x[1].r_res for x in sc) / n,
+                    "fmt_rate": sum(x[1].fmt for x in sc) / n,
+                    "rcs": sum(x[1].rcs for x in sc) / n,
                     "response_len": sum(x[2] for x in sc) / n,
                 }
             )
@@ -190,35 +192,18 @@ def gpu_kv_cache_gib(p: GRPOParams, model: str | Path, total_bytes: int | None =
     return plan.kv_bytes / GIB
 
 
-def make_grpo_trainer(
-    model: str | Path,
-    rows: list[dict[str, Any]],
-    ck: Path,
-    p: GRPOParams,
-    reward_funcs: list | None = None,
-    callbacks: list | None = None,
-    engine: tuple[str, Any] | None = None,
-) -> tuple[Any, Rollout]:
-    """GRPOTrainer with LoRA and the rollout hook (``engine``: a prebuilt ``(kind, engine)``); the
-    rows' prompts, the rollout and the default reward follow ``p.reward``."""
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+def grpo_config(ck: Path, p: GRPOParams) -> Any:
+    """TRL's ``GRPOConfig`` of the run: one group of ``rollout.group`` samples per prompt, normalized
+    together, no KL, token-level loss, checkpoints in ``ck``."""
+    from trl import GRPOConfig
 
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL 1.16
-    p = resolve_model_len(resolve_reward(p))
-    rows = with_reward_prompts(rows, p.reward_spec())
     r = p.rollout
-    g = r.group
-    seqs = p.prompts_per_step * g
+    seqs = p.prompts_per_step * r.group
     if seqs % p.micro_batch:
         raise ValueError(f"prompts_per_step * group ({seqs}) must be a multiple of micro_batch ({p.micro_batch})")
-    tok = AutoTokenizer.from_pretrained(str(model))
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    args = GRPOConfig(
+    return GRPOConfig(
         output_dir=str(ck),
-        num_generations=g,
+        num_generations=r.group,
         per_device_train_batch_size=p.micro_batch,
         gradient_accumulation_steps=seqs // p.micro_batch,
         num_train_epochs=p.epochs,
@@ -243,20 +228,60 @@ def make_grpo_trainer(
         dataloader_num_workers=0,
         **precision(),
     )
-    kind, eng = engine or make_engine(
-        p.rollout_engine,
+
+
+def rollout_engine(p: GRPOParams, model: str | Path) -> tuple[str, Any]:
+    """``(kind, engine)`` of the rollouts (``grpo.rollout_engine``; ``auto``: vLLM where it is
+    installed): vLLM with LoRA enabled for the policy's pushes, its KV cache sized by
+    :func:`gpu_kv_cache_gib`; for ``hf`` no engine, :class:`Rollout` samples from the live training model."""
+    from codethinker import engines
+
+    kind = engines.resolve_backend(p.rollout_engine)
+    if kind == "hf":
+        return kind, None
+    if kind != "vllm":
+        raise ValueError(f"grpo.rollout_engine must be vllm, hf or auto, got {p.rollout_engine!r}")
+    engine = engines.open_engine(
         model,
+        "vllm",
+        enable_lora=True,
         max_lora_rank=p.lora.r,
         seed=p.seed,
         max_model_len=p.max_model_len,
         gpu_memory_utilization=p.vllm_gpu_memory_utilization,
-        kv_cache_gib=gpu_kv_cache_gib(p, model) if p.rollout_engine != "hf" else p.vllm_kv_cache_gib,
+        kv_cache_gib=gpu_kv_cache_gib(p, model),
         sleep_mode=p.vllm_sleep,
         max_num_seqs=p.rollout_seqs,
         kv_params=p.kv_params(),
     )
+    return kind, engine
+
+
+def make_grpo_trainer(
+    model: str | Path,
+    rows: list[dict[str, Any]],
+    ck: Path,
+    p: GRPOParams,
+    reward_funcs: list | None = None,
+    callbacks: list | None = None,
+    engine: tuple[str, Any] | None = None,
+) -> tuple[Any, Rollout]:
+    """GRPOTrainer with LoRA and the rollout hook (``engine``: a prebuilt ``(kind, engine)``); the
+    rows' prompts, the rollout and the default reward follow ``p.reward``."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOTrainer
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL 1.16
+    p = resolve_model_len(resolve_reward(p))
+    rows = with_reward_prompts(rows, p.reward_spec())
+    args = grpo_config(ck, p)
+    tok = AutoTokenizer.from_pretrained(str(model))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    kind, eng = engine or rollout_engine(p, model)
     truths = {prompt_key(row["prompt"]): row["truth"] for row in rows}
-    rollout = Rollout(kind, eng, tok, truths, r, adapter_root=ck / "rollout_adapters", seed=p.seed)
+    rollout = Rollout(kind, eng, tok, truths, p.rollout, adapter_root=ck / "rollout_adapters", seed=p.seed)
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
     ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])
     trainer = GRPOTrainer(
@@ -284,58 +309,32 @@ def cache_rate(hist: list[dict[str, float]]) -> dict[str, float | None]:
     return {"dbs_cache_queried": queried, "dbs_cache_hits": hits, "dbs_cache_hit_rate": rate}
 
 
-def run_grpo_local(
-    model: str | Path, data: str | Path, out: Path, p: GRPOParams, run: Any = None, plot_csv: Path | None = None
-) -> dict[str, Any]:
-    """Train; save ``out/adapter`` and ``out/merged``; return the stage's metrics."""
-    t0 = time.time()
-    out = Path(out)
-    p = resolve_reward(p)
-    rows, dropped = load_grpo_rows(data, model, p)
-    if not rows:
-        raise ValueError(f"{data}: no GRPO prompts left (sources={p.sources}, max_prompts={p.max_prompts})")
-    p = resolve_model_len(resolve_budget(p, model, rows))
-    rows_hash = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]  # the rows it trains on
-    fingerprint = {
-        "params": asdict(p),
-        "data": hash_files(data),
-        "rows": rows_hash,
-        "model": str(model),
-        "model_files": hash_files(model),
-    }
-    ck = checkpoint_dir(out, fingerprint)
-    reward = RewardFunc.from_params(p)
-    live: dict[str, Any] = {}  # the rollout (made with the trainer) and the end of the last step
+class StepStats:
+    """``MetricsCallback``'s ``extra``: per step, the rewards, the DBS tokens, and the step's wall split
+    into rollout (regular, DBS), reward, weight sync and the rest (TRL's forward/backward and optimizer
+    step: ``update_s``)."""
 
-    def extra() -> dict[str, float]:
-        """Per step: rewards, DBS tokens, and the step's wall split into rollout (regular, DBS), reward,
-        weight sync and the rest (TRL's forward/backward and optimizer step: ``update_s``)."""
-        stats = reward.take()
-        stats.update({k.split("/")[-1]: v for k, v in live["rollout"].stats.take().items()})
+    def __init__(self, reward: RewardFunc):
+        self.reward = reward
+        self.rollout: Rollout | None = None  # set once the trainer (and its rollout) exists
+        self.t_last = time.perf_counter()
+
+    def __call__(self) -> dict[str, float]:
+        assert self.rollout is not None
+        stats = self.reward.take()
+        stats.update({k.split("/")[-1]: v for k, v in self.rollout.stats.take().items()})
         now = time.perf_counter()
-        stats["step_s"] = now - live["t_last"]
-        live["t_last"] = now
+        stats["step_s"] = now - self.t_last
+        self.t_last = now
         parts = ("rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s")
         stats["update_s"] = max(0.0, stats["step_s"] - sum(stats.get(k, 0.0) for k in parts))
         return stats
 
-    cb = MetricsCallback(run, plot_csv, extra=extra, columns=PLOT_COLUMNS)
-    trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])
-    live["rollout"] = rollout
-    resume = last_checkpoint(ck)
-    live["t_last"] = time.perf_counter()
-    try:
-        result = trainer.train(resume_from_checkpoint=resume)
-        policy = trainer.accelerator.unwrap_model(trainer.model)
-        policy.save_pretrained(str(out / "adapter"))
-        trainer.processing_class.save_pretrained(str(out / "adapter"))
-        merged = policy.merge_and_unload()
-        merged.save_pretrained(str(out / "merged"), safe_serialization=True)
-        trainer.processing_class.save_pretrained(str(out / "merged"))
-    finally:
-        if hasattr(rollout.engine, "close") and rollout.kind == "vllm":
-            rollout.engine.close()
-    hist = cb.history
+
+def grpo_metrics(
+    p: GRPOParams, rows: list, dropped: int, trainer: Any, result: Any, rollout: Rollout, hist: list
+) -> dict:
+    """The local backend's stage metrics (everything but ``resumed_from`` and ``wall_s``)."""
     rewards = [h.get("reward_mean", 0.0) for h in hist]
     return {
         "backend": "local",
@@ -356,6 +355,33 @@ def run_grpo_local(
         **cache_rate(hist),
         "policy_pushes": len(rollout.pushed),
         **{f"mean_{k}": sum(h.get(k, 0.0) for h in hist) / max(len(hist), 1) for k in TIMING},
-        "resumed_from": resume,
-        "wall_s": round(time.time() - t0, 1),
     }
+
+
+def run_grpo_local(
+    model: str | Path, data: str | Path, out: Path, p: GRPOParams, run: Any = None, plot_csv: Path | None = None
+) -> dict[str, Any]:
+    """Train; save ``out/adapter`` and ``out/merged``; return the stage's metrics."""
+    t0 = time.time()
+    out = Path(out)
+    p = resolve_reward(p)
+    rows, dropped = load_grpo_rows(data, model, p)
+    if not rows:
+        raise ValueError(f"{data}: no GRPO prompts left (sources={p.sources}, max_prompts={p.max_prompts})")
+    p = resolve_model_len(resolve_budget(p, model, rows))
+    ck = checkpoint_dir(out, fingerprint(p, data, rows, model))  # the rows it trains on
+    reward = RewardFunc.from_params(p)
+    stats = StepStats(reward)
+    cb = MetricsCallback(run, plot_csv, extra=stats, columns=PLOT_COLUMNS)
+    trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])
+    stats.rollout = rollout
+    resume = last_checkpoint(ck)
+    stats.t_last = time.perf_counter()
+    try:
+        result = trainer.train(resume_from_checkpoint=resume)
+        save_policy(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class, out)
+    finally:
+        if hasattr(rollout.engine, "close") and rollout.kind == "vllm":
+            rollout.engine.close()
+    metrics = grpo_metrics(p, rows, dropped, trainer, result, rollout, cb.history)
+    return {**metrics, "resumed_from": resume, "wall_s": round(time.time() - t0, 1)}

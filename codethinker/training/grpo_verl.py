@@ -65,7 +65,9 @@ __all__ = [
 ]
 
 AGENT_LOOP_NAME = "codethinker_dbs"
-REWARD_FILE = Path(__file__).resolve().parents[1] / "rewards" / "verl_reward.py"
+# verl loads the reward by file path: named here as a module too, so `make deps` sees the grpo stage runs it
+REWARD_MODULE = "codethinker.rewards.verl_reward"
+REWARD_FILE = Path(__file__).resolve().parents[2].joinpath(*REWARD_MODULE.split(".")).with_suffix(".py")
 
 
 def prompt_token_ids(tokenizer: Any, messages: Sequence[Mapping[str, Any]], **template_kwargs: Any) -> list[int]:
@@ -201,30 +203,28 @@ def agent_loop_yaml(p: GRPOParams) -> str:
     return "- " + json.dumps(entry) + "\n"  # JSON is YAML
 
 
-def verl_overrides(
-    model: str | Path, train: str | Path, val: str | Path | None, out: Path, p: GRPOParams, agent_loop_path: Path
-) -> list[str]:
-    """Hydra overrides of verl's ``ppo_trainer`` config for this run (every path absolute)."""
-    r, v, lora = p.rollout, p.verl, p.lora
-    val = val or train
-    steps = [] if p.max_steps < 0 else [f"trainer.total_training_steps={p.max_steps}"]
-    experiment = v.experiment
-    if experiment == VerlParams().experiment and p.reward != "crm":  # the default name says DBS + CRM
-        experiment = f"grpo-{p.reward}"
-    loggers = "[" + ",".join(v.loggers) + "]"
-    modules = "[" + ",".join(lora.target_modules) + "]"
-    ov = [
+def _data_overrides(train: str | Path, val: str | Path, p: GRPOParams) -> list[str]:
+    """GRPO itself (advantages normalized per group, no KL in the reward) and the data."""
+    return [
         "algorithm.adv_estimator=grpo",
         "algorithm.use_kl_in_reward=false",
         "algorithm.norm_adv_by_std_in_grpo=true",
         f"data.train_files={Path(train).resolve()}",
         f"data.val_files={Path(val).resolve()}",
         f"data.train_batch_size={p.prompts_per_step}",
-        f"data.max_prompt_length={v.max_prompt_length}",
-        f"data.max_response_length={r.max_completion_tokens}",
+        f"data.max_prompt_length={p.verl.max_prompt_length}",
+        f"data.max_response_length={p.rollout.max_completion_tokens}",
         "data.filter_overlong_prompts=true",
         "data.truncation=error",
         f"data.seed={p.seed}",
+    ]
+
+
+def _actor_rollout_overrides(model: str | Path, p: GRPOParams, agent_loop_path: Path) -> list[str]:
+    """The policy (LoRA, optimizer, loss) and its rollout (group size, sampling, the DBS agent loop)."""
+    r, v, lora = p.rollout, p.verl, p.lora
+    modules = "[" + ",".join(lora.target_modules) + "]"
+    return [
         f"actor_rollout_ref.model.path={model_ref(model)}",
         f"actor_rollout_ref.model.lora_rank={lora.r}",
         f"actor_rollout_ref.model.lora_alpha={lora.alpha}",
@@ -251,6 +251,18 @@ def verl_overrides(
         "actor_rollout_ref.rollout.calculate_log_probs=false",
         f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_LOOP_NAME}",
         f"actor_rollout_ref.rollout.agent.agent_loop_config_path={Path(agent_loop_path).resolve()}",
+    ]
+
+
+def _trainer_overrides(out: Path, p: GRPOParams) -> list[str]:
+    """The reward, logging, the cluster's shape, the length of the run and its checkpoints."""
+    v = p.verl
+    steps = [] if p.max_steps < 0 else [f"trainer.total_training_steps={p.max_steps}"]
+    experiment = v.experiment
+    if experiment == VerlParams().experiment and p.reward != "crm":  # the default name says DBS + CRM
+        experiment = f"grpo-{p.reward}"
+    loggers = "[" + ",".join(v.loggers) + "]"
+    return [
         f"reward.custom_reward_function.path={REWARD_FILE}",
         "reward.custom_reward_function.name=compute_score",
         reward_kwargs(p),
@@ -269,7 +281,17 @@ def verl_overrides(
         *steps,
         *v.overrides,
     ]
-    return ov
+
+
+def verl_overrides(
+    model: str | Path, train: str | Path, val: str | Path | None, out: Path, p: GRPOParams, agent_loop_path: Path
+) -> list[str]:
+    """Hydra overrides of verl's ``ppo_trainer`` config for this run (every path absolute)."""
+    return [
+        *_data_overrides(train, val or train, p),
+        *_actor_rollout_overrides(model, p, agent_loop_path),
+        *_trainer_overrides(out, p),
+    ]
 
 
 def verl_python(python: str | None = None) -> str:

@@ -25,84 +25,55 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.sampling.dbs import DBSConfig, dbs_sample
+from codethinker.sampling.dbs import BLOCK_STOP, FINAL_STOP, DBSConfig, dbs_sample
 
-__all__ = ["Rollout", "RolloutParams", "make_engine", "prompt_key"]
+__all__ = ["Rollout", "RolloutParams", "prompt_key"]
+
+_DBS = DBSConfig()  # DBS's own defaults, which the group's settings share
 
 
 @dataclass
 class RolloutParams:
+    """A GRPO group (``grpo.rollout``): regular samples plus DBS ones, whose DBS settings are a
+    :class:`~codethinker.sampling.dbs.DBSConfig` under the params' names (:meth:`dbs`)."""
+
     n_regular: int = field(default=4, metadata={"help": "regular samples per prompt (paper: 4)"})
-    n_dbs: int = field(default=4, metadata={"help": "DBS samples per prompt (paper: 4); 0 turns DBS off"})
+    n_dbs: int = field(default=_DBS.budget, metadata={"help": "DBS samples per prompt (paper: 4); 0 turns DBS off"})
     max_completion_tokens: int | str = field(
         default=1024,
         metadata={"help": "length limit of one response; auto: 1.25 x the longest ground-truth trace of the prompts"},
     )
-    temperature: float = field(default=1.0, metadata={"help": "sampling temperature (both kinds)"})
+    temperature: float = field(default=_DBS.temperature, metadata={"help": "sampling temperature (both kinds)"})
     block_stop: list[str] = field(
-        default_factory=lambda: ["[/LOCALS]"], metadata={"help": "DBS: stop strings that end a block"}
+        default_factory=lambda: list(BLOCK_STOP), metadata={"help": "DBS: stop strings that end a block"}
     )
     final_stop: list[str] = field(
-        default_factory=lambda: ["[/TRACE]"], metadata={"help": "stop strings that end a response"}
+        default_factory=lambda: list(FINAL_STOP), metadata={"help": "stop strings that end a response"}
     )
-    dbs_max_rounds: int = field(default=64, metadata={"help": "DBS: block rounds before running to the end"})
+    dbs_max_rounds: int = field(
+        default=_DBS.max_rounds, metadata={"help": "DBS: block rounds before running to the end"}
+    )
 
     @property
     def group(self) -> int:
         return self.n_regular + self.n_dbs
 
+    def dbs(self, seed: int | None = None) -> DBSConfig:
+        """The DBS run of one group: ``n_dbs`` trajectories under the group's limit, stops and temperature."""
+        return DBSConfig(
+            budget=self.n_dbs,
+            max_tokens=int(self.max_completion_tokens),
+            block_stop=list(self.block_stop),
+            final_stop=list(self.final_stop),
+            temperature=self.temperature,
+            max_rounds=self.dbs_max_rounds,
+            seed=seed,
+        )
+
 
 def prompt_key(messages: Any) -> str:
     """A stable key for a chat prompt (TRL passes prompts, not dataset rows, to ``rollout_func``)."""
     return json.dumps([{"role": m["role"], "content": m["content"]} for m in messages], sort_keys=True)
-
-
-def make_engine(
-    kind: str,
-    model: str | Path,
-    *,
-    enable_lora: bool = True,
-    max_lora_rank: int = 16,
-    max_model_len: int = 4096,
-    gpu_memory_utilization: float | None = None,
-    kv_cache_gib: float | str | None = "auto",
-    sleep_mode: bool = False,
-    max_num_seqs: int | None = None,
-    kv_params: Any = None,
-    seed: int = 0,
-) -> tuple[str, Any]:
-    """``(kind, engine)`` for ``vllm`` / ``hf`` / ``auto`` (vLLM when it is installed).
-
-    vLLM's CPU build gets a KV cache of ``kv_cache_gib`` (``auto``: room for ``max_num_seqs``
-    sequences of ``max_model_len`` tokens; :mod:`codethinker.engines.kv_cache`), ``kv_params``
-    (a :class:`~codethinker.engines.kv_cache.KVParamNames`) names the params in its errors; on a GPU a
-    number is that many GiB and ``sleep_mode`` lets :class:`Rollout` put vLLM to sleep between rollouts."""
-    if kind == "auto":
-        try:
-            import vllm  # noqa: F401
-
-            kind = "vllm"
-        except ImportError:
-            kind = "hf"
-    if kind == "vllm":
-        from codethinker.engines.vllm import VLLMEngine
-
-        eng = VLLMEngine(
-            model,
-            enable_lora=enable_lora,
-            max_lora_rank=max_lora_rank,
-            max_model_len=max_model_len,
-            gpu_memory_utilization=gpu_memory_utilization,
-            kv_cache_gib=kv_cache_gib,
-            sleep_mode=sleep_mode,
-            max_num_seqs=max_num_seqs,
-            kv_params=kv_params,
-            seed=seed,
-        )
-        return kind, eng
-    if kind == "hf":
-        return kind, None  # built on the live training model by Rollout
-    raise ValueError(f"unknown rollout engine {kind!r} (vllm | hf | auto)")
 
 
 @dataclass
@@ -220,15 +191,7 @@ class Rollout:
         if p.n_dbs:
             flows = [Flow.from_json(self.truths[prompt_key(m)]) for m in prompts]
             scorers = [functools.partial(self.scorer, flow=f) for f in flows]
-            cfg = DBSConfig(
-                budget=p.n_dbs,
-                max_tokens=p.max_completion_tokens,
-                block_stop=list(p.block_stop),
-                final_stop=list(p.final_stop),
-                temperature=p.temperature,
-                max_rounds=p.dbs_max_rounds,
-                seed=seed + 50_000,
-            )
+            cfg = p.dbs(seed + 50_000)
             counts = getattr(self.engine, "prefix_cache_counts", lambda: (0, 0))
             before = counts()
             results = dbs_sample(self.engine, texts, scorers, cfg)

@@ -21,33 +21,28 @@ its budget (docs/training.md has the sizing runs). The curriculum is an order of
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.training.common import (
-    LoRAParams,
-    MetricsCallback,
-    checkpoint_dir,
-    hash_files,
-    last_checkpoint,
-    model_dtype,
-    precision,
-)
+from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, save_policy
+from codethinker.training.common import LoRAParams, MetricsCallback, model_dtype, precision
 
 __all__ = [
     "SFTParams",
     "copy_row",
     "curriculum",
+    "fitting_rows",
     "load_sft_rows",
     "make_sft_trainer",
     "run_sft",
+    "sft_config",
     "to_prompt_completion",
+    "training_order",
 ]
 
 
@@ -164,27 +159,22 @@ def make_sft_trainer(
     )
 
 
-def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: Any = None) -> dict[str, Any]:
-    """Train, save adapter + merged model, return the stage's metrics."""
-    import torch
-    from datasets import Dataset
-    from transformers import AutoTokenizer
-    from trl import SFTConfig
+def _row_chars(tok: Any, max_length: int) -> Any:
+    """``n_chars(messages)``: the rendered text's length, or None when it is longer than ``max_length`` tokens."""
 
-    t0 = time.time()
-    out = Path(out)
-    tok = AutoTokenizer.from_pretrained(str(model))
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    rows = load_sft_rows(data)
-
-    def n_chars(messages: list[dict[str, Any]]) -> int | None:  # None: longer than max_length tokens
+    def n_chars(messages: list[dict[str, Any]]) -> int | None:
         text = tok.apply_chat_template(messages, tokenize=False)
-        fits = len(text) <= p.max_length or len(tok(text, add_special_tokens=False).input_ids) <= p.max_length
+        fits = len(text) <= max_length or len(tok(text, add_special_tokens=False).input_ids) <= max_length
         return len(text) if fits else None
 
+    return n_chars
+
+
+def fitting_rows(rows: list[dict[str, Any]], n_chars: Any, p: SFTParams) -> tuple[list[dict], list[int], int]:
+    """``(prompt/completion rows, their lengths, rows dropped as too long)``: over-long rows are dropped
+    first, then the first ``max_samples`` of the rest are taken."""
     kept, lengths, too_long = [], [], 0
-    for r in rows:  # drop over-long rows first, then take the first max_samples of the rest
+    for r in rows:
         if p.max_samples and len(kept) >= p.max_samples:
             break
         n = n_chars(r["messages"])
@@ -195,33 +185,36 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         lengths.append(n)
     if not kept:
         raise ValueError(f"no SFT rows left of {len(rows)} (max_length={p.max_length})")
-    copies: list[dict[str, Any]] = []
-    if p.copy_warmup:
-        pairs = [(c, n_chars(c["prompt"] + c["completion"])) for c in map(copy_row, kept)]
-        copies, copy_lengths = [c for c, n in pairs if n], [n for _, n in pairs if n]
-        if p.max_steps > 0:
-            batches = p.max_steps * p.grad_accum
-        else:
-            batches = math.ceil(math.ceil(p.epochs * len(kept) / p.batch_size) / (1 - p.copy_warmup))
-        order = curriculum(lengths, copy_lengths, batches, p.batch_size, p.copy_warmup, p.seed)
-        train_rows = [copies[i] if kind == "copy" else kept[i] for kind, i in order]
-        copy_steps = sum(kind == "copy" for kind, _ in order) // (p.batch_size * p.grad_accum)
+    return kept, lengths, too_long
+
+
+def training_order(
+    kept: list[dict[str, Any]], lengths: list[int], n_chars: Any, p: SFTParams
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """``(rows in training order, copy rows, optimizer steps on copy rows)``: with ``copy_warmup`` the
+    whole run's :func:`curriculum`, else the rows as they are (the trainer groups them by length)."""
+    if not p.copy_warmup:
+        return kept, [], 0
+    pairs = [(c, n_chars(c["prompt"] + c["completion"])) for c in map(copy_row, kept)]
+    copies, copy_lengths = [c for c, n in pairs if n], [n for _, n in pairs if n]
+    if p.max_steps > 0:
+        batches = p.max_steps * p.grad_accum
     else:
-        train_rows, copy_steps = kept, 0
-    ds = Dataset.from_list(train_rows)
-    rows_hash = hashlib.sha256(json.dumps(train_rows, sort_keys=True).encode()).hexdigest()[:16]  # what it trains on
-    fingerprint = {
-        "params": asdict(p),
-        "data": hash_files(data),
-        "rows": rows_hash,
-        "model": str(model),
-        "model_files": hash_files(model),
-    }
-    ck = checkpoint_dir(out, fingerprint)
-    args = SFTConfig(
+        batches = math.ceil(math.ceil(p.epochs * len(kept) / p.batch_size) / (1 - p.copy_warmup))
+    order = curriculum(lengths, copy_lengths, batches, p.batch_size, p.copy_warmup, p.seed)
+    train_rows = [copies[i] if kind == "copy" else kept[i] for kind, i in order]
+    copy_steps = sum(kind == "copy" for kind, _ in order) // (p.batch_size * p.grad_accum)
+    return train_rows, copies, copy_steps
+
+
+def sft_config(ck: Path, p: SFTParams, n_rows: int, ordered: bool) -> Any:
+    """TRL's ``SFTConfig`` of the run (``ordered``: a curriculum, every row of the run listed in order)."""
+    from trl import SFTConfig
+
+    return SFTConfig(
         output_dir=str(ck),
-        num_train_epochs=1 if copies else p.epochs,  # a curriculum lists every row of the run in order
-        max_steps=len(train_rows) // (p.batch_size * p.grad_accum) if copies else p.max_steps,
+        num_train_epochs=1 if ordered else p.epochs,
+        max_steps=n_rows // (p.batch_size * p.grad_accum) if ordered else p.max_steps,
         per_device_train_batch_size=p.batch_size,
         gradient_accumulation_steps=p.grad_accum,
         learning_rate=p.learning_rate,
@@ -237,29 +230,41 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         max_length=p.max_length,
         completion_only_loss=True,
         gradient_checkpointing=p.gradient_checkpointing,
-        train_sampling_strategy="sequential" if copies else "group_by_length",
+        train_sampling_strategy="sequential" if ordered else "group_by_length",
         dataloader_num_workers=0,
         **precision(),
     )
+
+
+def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: Any = None) -> dict[str, Any]:
+    """Train, save adapter + merged model, return the stage's metrics."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    t0 = time.time()
+    out = Path(out)
+    tok = AutoTokenizer.from_pretrained(str(model))
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    rows = load_sft_rows(data)
+    n_chars = _row_chars(tok, p.max_length)
+    kept, lengths, too_long = fitting_rows(rows, n_chars, p)
+    train_rows, copies, copy_steps = training_order(kept, lengths, n_chars, p)
+    ck, resume = prepare_checkpoints(out, fingerprint(p, data, train_rows, model))  # the rows it trains on
     cb = MetricsCallback(
         run,
         out / "train_log.csv",
         columns=["loss", "grad_norm", "learning_rate", "mean_token_accuracy", "num_tokens", "epoch"],
     )
-    trainer = make_sft_trainer(model, tok, ds, args, p, callbacks=[cb])
-    resume = last_checkpoint(ck)
+    args = sft_config(ck, p, len(train_rows), ordered=bool(copies))
+    trainer = make_sft_trainer(model, tok, Dataset.from_list(train_rows), args, p, callbacks=[cb])
     result = trainer.train(resume_from_checkpoint=resume)
-    merged = trainer.model
-    if p.finetune == "lora":
-        trainer.model.save_pretrained(str(out / "adapter"))
-        tok.save_pretrained(str(out / "adapter"))
-        merged = trainer.model.merge_and_unload()
-    merged.save_pretrained(str(out / "merged"), safe_serialization=True)
-    tok.save_pretrained(str(out / "merged"))
+    save_policy(trainer.model, tok, out, lora=p.finetune == "lora")
     losses = [h["loss"] for h in cb.history if "loss" in h]
     tokens = max((h.get("num_tokens", 0.0) for h in cb.history), default=0.0)  # TRL: tokens trained on, padding out
     runtime = float(result.metrics.get("train_runtime") or 0.0)
-    metrics = {
+    return {
         "rows_in_file": len(rows),
         "rows_read": len(kept) + too_long,  # until max_samples rows fitted
         "trained_rows": len(kept),
@@ -277,4 +282,3 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         "wall_s": round(time.time() - t0, 1),
         "device": "cuda" if torch.cuda.is_available() else "cpu",
     }
-    return metrics

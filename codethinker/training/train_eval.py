@@ -139,10 +139,10 @@ def score_prompts(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_to
         vals = {k: 0.0 for k in METRICS}
         for c in comps:
             s = spec.score(c.text, flow)
-            vals["fmt_rate"] += s["fmt"]
-            vals["reward"] += s["reward"]
-            vals["rcs"] += s["rcs"]
-            vals["answer_acc"] += s.get("answer_ok", 0)
+            vals["fmt_rate"] += s.fmt
+            vals["reward"] += s.reward
+            vals["rcs"] += s.rcs
+            vals["answer_acc"] += s.answer_ok
             vals["truncated"] += float(c.finish_reason == "length")
             vals["response_tokens"] += c.n_tokens
         per_prompt.append({k: v / max(len(comps), 1) for k, v in vals.items()})
@@ -215,8 +215,8 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
     """
     from transformers import AutoTokenizer
 
+    from codethinker import engines
     from codethinker.training.grpo import with_reward_prompts
-    from codethinker.training.rollout import make_engine
 
     spec = p.reward_spec()
     rows = with_reward_prompts(select_rows(rows, p.max_prompts), spec)
@@ -235,20 +235,16 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
         if str(path).startswith(("models/", "./", "/")) and not Path(path).exists():
             out[name] = {"missing": 1.0}
             continue
-        kind, eng = make_engine(
-            p.engine,
+        eng = engines.open_engine(
             path,
-            enable_lora=False,
+            p.engine,
             max_model_len=p.max_model_len,
             kv_cache_gib=p.kv_cache_gib,
             max_num_seqs=max(1, min(len(rows) * p.samples, MAX_SEQS)),
             kv_params=p.kv_params(),
             seed=p.seed,
+            batch_size=HF_BATCH,  # transformers' generate only
         )
-        if kind == "hf":
-            from codethinker.engines.hf import HFEngine
-
-            eng = HFEngine(path, batch_size=HF_BATCH)
         try:
             out[name] = evaluate_engine(eng, rows, p, max_tokens)
         finally:

@@ -46,7 +46,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 
 from codethinker.engines.base import Completion
 from codethinker.engines.hf import cut_at_stop
-from codethinker.sampling.dbs import DBSConfig, dbs_sample_async
+from codethinker.sampling.dbs import BLOCK_STOP, FINAL_STOP, DBSConfig, dbs_sample_async
 from codethinker.training.grpo_verl import prompt_token_ids
 
 __all__ = ["DBSAgentLoop", "sibling_seed"]
@@ -106,8 +106,8 @@ class DBSAgentLoop(AgentLoopBase):
         kwargs.pop("name", None)
         super().__init__(*args, **kwargs)
         self.n_regular, self.n_dbs, self.max_rounds, self.seed = n_regular, n_dbs, max_rounds, seed
-        self.block_stop = list(block_stop or ["[/LOCALS]"])
-        self.final_stop = list(final_stop or ["[/TRACE]"])
+        self.block_stop = list(block_stop or BLOCK_STOP)
+        self.final_stop = list(final_stop or FINAL_STOP)
         self.response_length = self.rollout_config.response_length
         eot = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
         unk = getattr(self.tokenizer, "unk_token_id", None)

@@ -103,13 +103,14 @@ def _write_adapter(lora_dir: Path, base: str, dest: Path) -> None:
     shutil.copy2(lora_dir / "adapter_model.safetensors", dest / "adapter_model.safetensors")
 
 
-def _merge_adapter(base: str, adapter: Path, dest: Path) -> None:
+def _merge_adapter(base: str, adapter: Path, tokenizer: Any, dest: Path) -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
+    from codethinker.training.checkpoint import save_merged
+
     model = AutoModelForCausalLM.from_pretrained(base, dtype="auto")
-    merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
-    merged.save_pretrained(str(dest), safe_serialization=True)
+    save_merged(PeftModel.from_pretrained(model, str(adapter)), tokenizer, dest)
 
 
 def _replace(staged: Path | None, dest: Path) -> None:
@@ -143,8 +144,7 @@ def export_checkpoint(
             adapter, merged = tmp / "adapter", tmp / "merged"
             _write_adapter(lora, base, adapter)
             tok.save_pretrained(str(adapter))
-            _merge_adapter(base, adapter, merged)
-            tok.save_pretrained(str(merged))
+            _merge_adapter(base, adapter, tok, merged)
         else:
             adapter, merged = None, hf  # full fine-tuning: the merger's model (with its tokenizer) is the policy
         _replace(adapter, out / "adapter")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 
 import pytest
 
 from codethinker.config import from_mapping
 from codethinker.contra.render import render_trace
-from codethinker.rewards.crm import CRMConfig, compute_score, config_dict, crm_reward, crm_score, rcs
+from codethinker.rewards.crm import CRMConfig, crm_reward, crm_score, rcs
+from codethinker.rewards.switch import compute_score
 from tests.contra.helpers import EXAMPLE_LOCALS, example_flow, make_flow, set_answer, set_locals
 
 FLOW = example_flow()  # 4 blocks, CCW weights 1, 1, 1, 2; output [0, 1, 2]
@@ -151,7 +153,7 @@ class TestCRM:
         assert from_mapping(CRMConfig, {"gate": False, "alpha": 0.5}) == CRMConfig(gate=False, alpha=0.5)
         with pytest.raises(ValueError, match=r"crm\.rcc: unknown key"):
             from_mapping(CRMConfig, {"rcc": False}, "crm")
-        assert config_dict(CRMConfig(ccw=False)) == {
+        assert asdict(CRMConfig(ccw=False)) == {
             "prm": True,
             "prefix": True,
             "gate": True,
@@ -232,7 +234,7 @@ class TestRCS:
 
 
 class TestComputeScore:
-    """verl's ``compute_score(data_source, solution_str, ground_truth, extra_info)``."""
+    """verl's ``compute_score(data_source, solution_str, ground_truth, extra_info)`` (CRM: the default kind)."""
 
     def check(self, out: dict) -> None:
         assert "score" in out

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from codethinker.contra.render import render_trace
-from codethinker.rewards.orm import compute_score, orm_reward, orm_score, parse_vanilla
+from codethinker.rewards.orm import orm_reward, orm_score, parse_vanilla
+from codethinker.rewards.switch import compute_score
 from tests.contra.helpers import example_flow, make_flow, set_answer, set_locals
 
 FLOW = example_flow()  # f(2) == [0, 1, 2]
@@ -91,8 +92,9 @@ class TestORM:
             orm_reward(["a"], [])
 
     def test_compute_score(self):
-        out = compute_score("cruxeval", vanilla(), FLOW.to_json(), None)
-        assert out == {"score": 2.0, "fmt": 1, "r_res": 2.0, "answer_ok": 1}
-        out = compute_score("cruxeval", "junk", FLOW.to_json(), {"crm": {"gate": False}})
-        assert out == {"score": 0.0, "fmt": 0, "r_res": 0.0, "answer_ok": 0}
+        parts = ("score", "fmt", "r_res", "answer_ok")
+        out = compute_score("cruxeval", vanilla(), FLOW.to_json(), {"reward": "orm"})
+        assert {k: out[k] for k in parts} == {"score": 2.0, "fmt": 1, "r_res": 2.0, "answer_ok": 1}
+        out = compute_score("cruxeval", "junk", FLOW.to_json(), {"reward": "orm", "crm": {"gate": False}})
+        assert {k: out[k] for k in parts} == {"score": 0.0, "fmt": 0, "r_res": 0.0, "answer_ok": 0}
         assert all(isinstance(v, int | float) and not isinstance(v, bool) for v in out.values())

@@ -3,6 +3,7 @@ ExecVerify) on valid, invalid and mixed batches, with its own prompt format, and
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from codethinker.contra.render import render_prompt, render_trace, vanilla_prompt
 from codethinker.rewards import verl_reward
 from codethinker.rewards.crm import crm_score
-from codethinker.rewards.switch import FORMATS, REWARDS, RewardSpec, compute_score, reward, reward_spec
+from codethinker.rewards.score import Score
+from codethinker.rewards.switch import FORMATS, REWARDS, SCORERS, RewardSpec, compute_score, reward, reward_spec
 from codethinker.rewards.whitebox import WhiteboxConfig, whitebox_prompt, whitebox_questions
 from tests.contra.helpers import example_flow, set_locals
 
@@ -148,3 +150,55 @@ class TestVerlEntryPoint:
             assert set(out) == keys
             assert all(isinstance(v, int | float) and not isinstance(v, bool) for v in out.values())
         assert set(compute_score("d", vanilla(), FLOW.to_json(), reward="whitebox")) == keys | {"wb_acc"}
+
+
+class TestDispatch:
+    """One typed score per reward, one batched and one verl adapter: the kind picks the reward."""
+
+    def test_each_kind_is_dispatched_to_its_reward(self):
+        from codethinker.rewards.orm import orm_score
+        from codethinker.rewards.whitebox import whitebox_score
+
+        own = {"crm": crm_score, "orm": orm_score, "whitebox": whitebox_score}
+        assert set(SCORERS) == set(REWARDS) == set(own)
+        for kind, score in own.items():
+            for text in (TRACE, WRONG_B3, vanilla(), whitebox(ALL_RIGHT[:3]), "junk"):
+                expected = score(text, FLOW)
+                assert isinstance(expected, Score)
+                out = compute_score("leetcode_reasoning", text, FLOW.to_json(), {"reward": kind})
+                assert out["score"] == expected.reward == out["reward"]
+                assert (out["fmt"], out["r_res"], out["answer_ok"]) == (
+                    expected.fmt,
+                    expected.r_res,
+                    expected.answer_ok,
+                )
+                assert reward([text], [FLOW], kind=kind) == [expected.reward]
+
+    def test_the_data_source_does_not_pick_the_reward(self):
+        # the GRPO data's data_source is the dataset's name (contra_sft.data_source), whatever the reward
+        for source in ("leetcode_reasoning", "tiny", "orm", "whitebox"):
+            assert compute_score(source, vanilla(), FLOW.to_json(), {})["score"] == 0.0  # CRM
+            assert compute_score(source, vanilla(), FLOW.to_json(), {}, reward="orm")["score"] == 2.0
+
+    def test_an_unknown_kind_is_refused_with_the_known_ones(self):
+        with pytest.raises(ValueError, match=r"reward must be one of crm, orm, whitebox, got 'prm'"):
+            compute_score("leetcode_reasoning", TRACE, FLOW.to_json(), {"reward": "prm"})
+        with pytest.raises(ValueError, match=r"reward must be one of crm, orm, whitebox, got 'rm'"):
+            verl_reward.compute_score("leetcode_reasoning", TRACE, FLOW.to_json(), None, reward="rm")
+
+    def test_a_score_is_typed_and_reads_as_the_common_schema(self):
+        s = reward_spec("whitebox").score(whitebox(ALL_RIGHT), FLOW)
+        assert isinstance(s, Score) and s.reward == s["reward"] == 2.0 and s.wb_acc == 1.0
+        assert list(s) == ["fmt", "r_proc", "r_res", "reward", "rcs", "reason", "answer_ok", "wb_acc"]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            s.reward = 0.0  # type: ignore[misc]
+        assert list(crm_score(TRACE, FLOW)) == [
+            "fmt",
+            "deltas",
+            "r_proc",
+            "r_res",
+            "reward",
+            "rcs",
+            "reason",
+            "answer_ok",
+        ]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from codethinker.config import from_mapping
+from codethinker.rewards.switch import compute_score
 from codethinker.rewards.whitebox import (
     Question,
     WhiteboxConfig,
-    compute_score,
     whitebox_questions,
     whitebox_reward,
     whitebox_score,
@@ -129,8 +129,9 @@ class TestWhitebox:
         assert whitebox_reward([], []) == []
 
     def test_compute_score(self):
-        out = compute_score("d", rollout(["2", "int", "3"]), FLOW.to_json(), None)
-        assert out == pytest.approx({"score": 1.5, "fmt": 1, "answer_ok": 1, "wb_acc": 0.5})
+        out = compute_score("d", rollout(["2", "int", "3"]), FLOW.to_json(), {"reward": "whitebox"})
+        parts = {k: out[k] for k in ("score", "fmt", "answer_ok", "wb_acc")}
+        assert parts == pytest.approx({"score": 1.5, "fmt": 1, "answer_ok": 1, "wb_acc": 0.5})
         assert all(isinstance(v, int | float) and not isinstance(v, bool) for v in out.values())
 
 
@@ -160,6 +161,7 @@ def test_config_settings_reach_the_score():
     with pytest.raises(ValueError, match=r"whitebox\.questions: unknown key"):
         from_mapping(WhiteboxConfig, {"questions": 3}, "whitebox")
     text = rollout(["2", "int", "3"])  # 3 of 6 right; the first 2 both right
-    assert compute_score("d", text, FLOW.to_json(), {"whitebox": {"a": 1.0, "k": 2}})["score"] == 2.0
+    info = {"reward": "whitebox", "whitebox": {"a": 1.0, "k": 2}}
+    assert compute_score("d", text, FLOW.to_json(), info)["score"] == 2.0
     assert whitebox_reward([text], [FLOW], a=1.0) == pytest.approx([1.0])
     assert whitebox_reward([text], [FLOW], a=1.0, k=2) == [2.0]

@@ -105,7 +105,7 @@ def test_auto_budget_reaches_the_engine_per_source(grpo_parquet, tiny_model, tok
     rows, _ = load_grpo_rows(grpo_parquet)
     rows = _with_sources(rows, ["synth", "leetcode", "synth", "leetcode"])
     oracle = _Oracle(rows)
-    monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", oracle))
+    monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: oracle)
     out = run_train_eval({"after_sft": tiny_model}, rows, EvalParams(max_tokens="auto", trace_thoughts=False))
     tok = AutoTokenizer.from_pretrained(str(tiny_model))
     for src in ("synth", "leetcode"):
@@ -139,7 +139,7 @@ def test_stage_summary_with_per_source_limits(grpo_parquet, tiny_model, monkeypa
 
     rows, _ = load_grpo_rows(grpo_parquet)
     rows = _with_sources(rows, ["synth", "leetcode", "synth", "leetcode"])
-    monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", _Oracle(rows)))
+    monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: _Oracle(rows))
     models = {"after_sft": tiny_model, "after_grpo": tiny_model}
     out = run_train_eval(models, rows, EvalParams(max_tokens="auto", trace_thoughts=False))
     text = summary(out)
@@ -183,7 +183,7 @@ class _VanillaOracle:
 def test_held_out_prompts_are_scored_with_the_trained_reward_and_format(grpo_parquet, tiny_model, monkeypatch):
     rows, _ = load_grpo_rows(grpo_parquet)  # as the stage loads them: the parquet's ConTra prompts
     oracle = _VanillaOracle()
-    monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", oracle))
+    monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: oracle)
     out = run_train_eval({"after_sft": tiny_model}, rows, EvalParams(reward="orm", max_tokens=64))
     assert (out["reward_kind"], out["prompt_format"]) == ("orm", "vanilla")
     assert oracle.stops == [["[/ANSWER]"]]
@@ -212,7 +212,7 @@ def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, m
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     monkeypatch.chdir(tmp_path)
     oracle = _VanillaOracle()
-    monkeypatch.setattr("codethinker.training.rollout.make_engine", lambda *a, **k: ("scripted", oracle))
+    monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: oracle)
     stage.main()
     result = json.loads((tmp_path / "metrics" / "train_eval.json").read_text())
     assert (result["reward_kind"], result["prompt_format"]) == ("whitebox", "whitebox")

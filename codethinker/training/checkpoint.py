@@ -1,0 +1,115 @@
+"""A training run's checkpoints and outputs, for SFT (:mod:`~codethinker.training.sft`) and GRPO
+(:mod:`~codethinker.training.grpo_local`; :mod:`~codethinker.training.verl_merge` writes verl's model
+with :func:`save_merged`).
+
+Checkpoints live in ``<out>/checkpoints`` next to a ``fingerprint.json`` of what the run trains
+(:func:`fingerprint`: its parameters, input files, the rows it trains on and the model). A run
+started again with the same fingerprint resumes from its last ``checkpoint-N``
+(:func:`prepare_checkpoints`, :func:`last_checkpoint`), so a killed run loses only its unfinished
+step; a different fingerprint clears the stale checkpoints first.
+
+The trained policy is written as ``<out>/adapter`` (PEFT, the LoRA runs) and ``<out>/merged`` (the
+adapter merged into the base, or the fully fine-tuned model, safetensors), each with the tokenizer
+(:func:`save_policy`): what vLLM and the next stage load.
+
+>>> ck, resume = prepare_checkpoints(Path("models/sft"), fingerprint(p, data, rows, model))  # doctest: +SKIP
+>>> save_policy(trainer.model, tok, Path("models/sft"), lora=True)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "checkpoint_dir",
+    "fingerprint",
+    "hash_files",
+    "last_checkpoint",
+    "prepare_checkpoints",
+    "save_merged",
+    "save_policy",
+]
+
+
+def hash_files(*paths: str | os.PathLike[str]) -> str:
+    """A short hash of files' bytes; of a folder (a model), its files' names and sizes; of a path that
+    does not exist (a hub id), the text."""
+    h = hashlib.sha256()
+    for p in paths:
+        p = Path(p)
+        if p.is_file():
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        elif p.is_dir():  # a model folder: its config and weights' names/sizes
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and "checkpoint" not in f.parts[-2]:
+                    h.update(f"{f.relative_to(p)}:{f.stat().st_size}".encode())
+        else:
+            h.update(str(p).encode())
+    return h.hexdigest()[:16]
+
+
+def fingerprint(params: Any, data: str | os.PathLike[str], rows: Any, model: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a run trains: its parameters (a dataclass), the data file, the rows it trains on (after
+    filtering and ordering) and the model (its name and files)."""
+    rows_hash = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:16]
+    return {
+        "params": dataclasses.asdict(params),
+        "data": hash_files(data),
+        "rows": rows_hash,
+        "model": str(model),
+        "model_files": hash_files(model),
+    }
+
+
+def checkpoint_dir(out: Path, fingerprint: dict[str, Any]) -> Path:
+    """``out/checkpoints``, emptied first when it holds another run's checkpoints."""
+    ck = Path(out) / "checkpoints"
+    fp_path = ck / "fingerprint.json"
+    text = json.dumps(fingerprint, sort_keys=True, default=str)
+    if ck.exists() and (not fp_path.is_file() or fp_path.read_text() != text):
+        shutil.rmtree(ck)
+    ck.mkdir(parents=True, exist_ok=True)
+    fp_path.write_text(text)
+    return ck
+
+
+def last_checkpoint(ck: Path) -> str | None:
+    """The newest complete ``checkpoint-N`` (one with a trainer_state.json), else None."""
+    best: tuple[int, Path] | None = None
+    for d in Path(ck).glob("checkpoint-*"):
+        try:
+            step = int(d.name.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if (d / "trainer_state.json").is_file() and (best is None or step > best[0]):
+            best = (step, d)
+    return str(best[1]) if best else None
+
+
+def prepare_checkpoints(out: Path, fp: dict[str, Any]) -> tuple[Path, str | None]:
+    """``(checkpoint folder, checkpoint to resume from or None)`` of a run with fingerprint ``fp``."""
+    ck = checkpoint_dir(out, fp)
+    return ck, last_checkpoint(ck)
+
+
+def save_merged(model: Any, tokenizer: Any, dest: Path, *, lora: bool = True) -> None:
+    """``dest``: the model (a PEFT model merged first when ``lora``), safetensors, and the tokenizer."""
+    merged = model.merge_and_unload() if lora else model
+    merged.save_pretrained(str(dest), safe_serialization=True)
+    tokenizer.save_pretrained(str(dest))
+
+
+def save_policy(model: Any, tokenizer: Any, out: Path, *, lora: bool = True) -> None:
+    """``out/adapter`` (``lora`` only: the PEFT adapter and the tokenizer) and ``out/merged``."""
+    if lora:
+        model.save_pretrained(str(Path(out) / "adapter"))
+        tokenizer.save_pretrained(str(Path(out) / "adapter"))
+    save_merged(model, tokenizer, Path(out) / "merged", lora=lora)

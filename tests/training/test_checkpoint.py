@@ -1,0 +1,55 @@
+"""training.checkpoint: the run's fingerprint, resuming, and the adapter + merged outputs (models faked)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, save_policy
+
+
+@dataclass
+class _P:
+    lr: float = 1e-4
+
+
+class _Saves:
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+    def save_pretrained(self, path, **kw):
+        self.log.append((self.name, path.rsplit("/", 1)[-1], kw))
+
+    def merge_and_unload(self):
+        self.log.append((self.name, "merge", {}))
+        return _Saves(self.log, "merged")
+
+
+def test_same_fingerprint_resumes_another_clears(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text("{}\n")
+    fp = fingerprint(_P(), data, [{"a": 1}], "hub/model")
+    assert fp["params"] == {"lr": 1e-4} and fp["model"] == "hub/model" and len(fp["rows"]) == 16
+    ck, resume = prepare_checkpoints(tmp_path, fp)
+    assert resume is None and ck == tmp_path / "checkpoints"
+    (ck / "checkpoint-3").mkdir()
+    (ck / "checkpoint-3" / "trainer_state.json").write_text("{}")
+    (ck / "checkpoint-5").mkdir()  # no trainer_state.json: incomplete
+    assert prepare_checkpoints(tmp_path, fp)[1] == str(ck / "checkpoint-3")
+    other = fingerprint(_P(), data, [{"a": 2}], "hub/model")
+    assert prepare_checkpoints(tmp_path, other)[1] is None and not (ck / "checkpoint-3").exists()
+
+
+def test_lora_writes_adapter_then_merged_full_writes_merged(tmp_path):
+    log: list = []
+    save_policy(_Saves(log, "policy"), _Saves(log, "tok"), tmp_path, lora=True)
+    safe = {"safe_serialization": True}
+    assert log == [
+        ("policy", "adapter", {}),
+        ("tok", "adapter", {}),
+        ("policy", "merge", {}),
+        ("merged", "merged", safe),
+        ("tok", "merged", {}),
+    ]
+    log.clear()
+    save_policy(_Saves(log, "policy"), _Saves(log, "tok"), tmp_path, lora=False)
+    assert log == [("policy", "merged", safe), ("tok", "merged", {})]
