@@ -212,13 +212,7 @@ def pipeline(
     specs = select(read_dag(root_p), targets)
     classes = classify(specs, params)
     logger.info("stages in order: %s", ", ".join(s.name for s in specs))
-    summary: dict[str, Any] = {
-        "root": str(root_p),
-        "overrides": applied,
-        "flow_run_id": str(runtime_flow_run.id),
-        "flow_run_name": runtime_flow_run.name,
-        "stages": [],
-    }
+    summary = _new_summary(root_p, applied)
     try:
         _preflight(preflight, params_file, specs, logger, summary)
     except PreflightFailed:
@@ -244,6 +238,17 @@ def pipeline(
         finally:
             _write_summary(summary, summary_path)
     return summary
+
+
+def _new_summary(root: Path, applied: list[str]) -> dict[str, Any]:
+    """The flow run's summary before any stage ran (the stages' results are appended)."""
+    return {
+        "root": str(root),
+        "overrides": applied,
+        "flow_run_id": str(runtime_flow_run.id),
+        "flow_run_name": runtime_flow_run.name,
+        "stages": [],
+    }
 
 
 def _run_stages(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -55,17 +56,8 @@ def run(cfg: ContraSFTConfig) -> dict:
     sft_half, grpo_half = split_by_function([s for s in samples if sample_source(s) == "leetcode"], seed)
     sft_half = synth_sft + sft_half
     teacher = cfg.teacher
-    clients = []
-    if teacher == "llm":
-        for a in range(cfg.attempts):
-            seeded = dataclasses.replace(cfg.llm, seed=(cfg.llm.seed or 0) + a)
-            clients.append(ChatClient(seeded, cfg.cache_dir))
     flows = [Flow.from_json(s["truth"]) for s in sft_half]
-    try:
-        traces, rejected = extract_traces(flows, teacher=teacher, clients=clients)
-    finally:
-        for c in clients:
-            c.close()
+    traces, rejected, llm_stats = _teacher_traces(cfg, flows)
     sft_rows = [sft_record(s, f, t, prompt) for s, f, t in zip(sft_half, flows, traces, strict=True) if t is not None]
     # Held-out GRPO prompts: whole functions, the first ones of the GRPO half's order.
     n_eval = cfg.eval_functions
@@ -94,20 +86,39 @@ def run(cfg: ContraSFTConfig) -> dict:
         "sft_functions": len({s["task_id"] for s in sft_half}),
         "grpo_functions": len(grpo_fns),
     }
-    if clients:
-        metrics["llm"] = {
-            k: sum(c.stats[k] for c in clients) for k in ("requests", "cache_hits", "retries", "failures")
-        }
+    if llm_stats is not None:
+        metrics["llm"] = llm_stats
     write_json(METRICS, metrics)
+    _write_funnel(metrics, cfg.base.profile)
+    return metrics
+
+
+def _teacher_traces(cfg: ContraSFTConfig, flows: list[Flow]) -> tuple[list, Counter, dict | None]:
+    """The teacher's trace of each flow (None where rejected), the rejection counts, and the LLM
+    clients' request counts (None with the offline template teacher)."""
+    clients = []
+    if cfg.teacher == "llm":
+        for a in range(cfg.attempts):
+            seeded = dataclasses.replace(cfg.llm, seed=(cfg.llm.seed or 0) + a)
+            clients.append(ChatClient(seeded, cfg.cache_dir))
+    try:
+        traces, rejected = extract_traces(flows, teacher=cfg.teacher, clients=clients)
+    finally:
+        for c in clients:
+            c.close()
+    keys = ("requests", "cache_hits", "retries", "failures")
+    return traces, rejected, ({k: sum(c.stats[k] for c in clients) for k in keys} if clients else None)
+
+
+def _write_funnel(metrics: dict, profile: str) -> None:
+    """The whole funnel of this profile, from every data stage's metrics, beside the other profile's."""
     stage_metrics = {k: json.loads(Path(f"metrics/{k}.json").read_text()) for k in STAGES}
-    profile = cfg.base.profile
     funnels = json.loads(FUNNEL.read_text()) if FUNNEL.is_file() else {}
     funnels[profile] = build_funnel({**stage_metrics, "contra_sft": metrics}, profile)
     funnels = {p: funnels[p] for p in ("default", "full") if p in funnels}
     write_json(FUNNEL, funnels)
     with atomic_write(FUNNEL_MD) as fh:
         fh.write(funnel_markdown(funnels))
-    return metrics
 
 
 @stage_main
