@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from codethinker.contra.render import last_group
+from codethinker.contra.render import ANSWER_CLOSE, ANSWER_OPEN, last_group
 from codethinker.evaluation.generalize import Item, Verdict, register
 
 __all__ = ["PROMPT", "CRUXEvalInput", "predicted_args"]
@@ -46,7 +46,7 @@ assert f(??) == {output}
 def predicted_args(text: str, entry: str = "f") -> str | None:
     """The argument text of the predicted call in the last ``[ANSWER]`` group, or None when there is
     no answer or it is not exactly one call of ``entry`` (an assertion's left side, or the call alone)."""
-    body = last_group(text, "[ANSWER]", "[/ANSWER]", MAX_ANSWER_CHARS)
+    body = last_group(text, ANSWER_OPEN, ANSWER_CLOSE, MAX_ANSWER_CHARS)
     if body is None:
         return None
     for candidate in (body, f"{entry}({body})"):
@@ -79,7 +79,7 @@ class CRUXEvalInput:
     """CRUXEval-I over the 800 CRUXEval programs (``<id>/0``; the stored input is the reference)."""
 
     name, display, group = "cruxeval-i", "CRUXEval-I", "input"
-    stop = ("[/ANSWER]",)
+    stop = (ANSWER_CLOSE,)
 
     def __init__(self, timeout_s: float = TIMEOUT_S, workers: int | None = None) -> None:
         self.timeout_s, self.workers = timeout_s, workers
@@ -103,7 +103,7 @@ class CRUXEvalInput:
 
     def reference_text(self, item: Item) -> str:
         ref = item.reference
-        return f"[ANSWER]\nassert f({ref['input']}) == {ref['output']}\n[/ANSWER]"
+        return f"{ANSWER_OPEN}\nassert f({ref['input']}) == {ref['output']}\n{ANSWER_CLOSE}"
 
     def judge(self, items: Sequence[Item], texts: Sequence[str]) -> list[Verdict]:
         from codethinker.sandbox import Job, Sandbox, SandboxConfig

@@ -45,7 +45,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from codethinker.contra.render import last_group
+from codethinker.contra.render import ANSWER_CLOSE, ANSWER_OPEN, last_group
 from codethinker.evaluation.generalize import Item, Verdict, register
 from codethinker.evaluation.multilingual_runner import (  # re-exported: the tests and callers use them from here
     _CACHE,  # also holds unavailable()'s probes
@@ -106,7 +106,7 @@ def split_record(code: str, check: str, stop: str = "") -> tuple[str, str | None
 def literal(text: str, pre: str = "", suf: str = "") -> str | None:
     """The literal in the last ``[ANSWER]`` group (code fences dropped; a whole check line ``pre``
     LITERAL ``suf`` is read between its sides, whitespace aside), or None."""
-    body = last_group(text, "[ANSWER]", "[/ANSWER]")  # the cap applies after the fences go
+    body = last_group(text, ANSWER_OPEN, ANSWER_CLOSE)  # the cap applies after the fences go
     if body is None:
         return None
     body = re.sub(r"^```[\w+#-]*\n?|\n?```$", "", body).strip()
@@ -182,7 +182,7 @@ def fill(lang: Lang, program: str, lit: str) -> str:
 class CRUXEvalX:
     """CRUXEval-X output prediction in one language (``sample_<id>``; the dataset's literal is the reference)."""
 
-    group, stop = "multilingual", ("[/ANSWER]",)
+    group, stop = "multilingual", (ANSWER_CLOSE,)
 
     def __init__(self, lang: str, timeout_s: float = 5.0, compile_timeout_s: float = 60.0, workers: int | None = None):
         self.lang = LANGS[lang]
@@ -204,7 +204,7 @@ class CRUXEvalX:
         return items
 
     def reference_text(self, item: Item) -> str:
-        return f"[ANSWER]\n{item.reference['expected'] or ''}\n[/ANSWER]"
+        return f"{ANSWER_OPEN}\n{item.reference['expected'] or ''}\n{ANSWER_CLOSE}"
 
     def runner(self) -> Runner:
         """The language's runner (its tool resolved, its one-off setup done)."""

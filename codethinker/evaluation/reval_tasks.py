@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codethinker.contra.render import ANSWER_CLOSE, ANSWER_OPEN, THOUGHT_CLOSE, THOUGHT_OPEN
 from codethinker.evaluation.generalize import Item, Verdict, register
 from codethinker.evaluation.reval_answers import (
     NIL,
@@ -242,7 +243,7 @@ def _output_items(truth: Truth) -> tuple[list[Item], list[dict[str, str]]]:
 # --------------------------------------------------------------------------- the tasks
 class _RevalTask:
     name = display = kind = ""
-    group, stop = "runtime", ("[/ANSWER]",)
+    group, stop = "runtime", (ANSWER_CLOSE,)
 
     def __init__(self, timeout_s: float = ANSWER_TIMEOUT_S, workers: int | None = None) -> None:
         self.timeout_s, self.workers = timeout_s, workers
@@ -257,7 +258,8 @@ class _RevalTask:
         return items
 
     def reference_text(self, item: Item) -> str:
-        return f"[THOUGHT]\nthe executed trace\n[/THOUGHT]\n[ANSWER]\n{self._reference(item.reference)}\n[/ANSWER]"
+        answer = f"{ANSWER_OPEN}\n{self._reference(item.reference)}\n{ANSWER_CLOSE}"
+        return f"{THOUGHT_OPEN}\nthe executed trace\n{THOUGHT_CLOSE}\n{answer}"
 
     def _reference(self, ref: dict[str, Any]) -> str:
         raise NotImplementedError
