@@ -13,6 +13,7 @@ import yaml
 
 from codethinker.config import ConfigError, from_mapping, load_config, policy_model
 from codethinker.config.bootstrap import BootstrapConfig
+from codethinker.config.codegen import CodegenConfig
 from codethinker.config.data import (
     AstFilterConfig,
     ContraSFTConfig,
@@ -48,6 +49,8 @@ STAGES = {
     "exec_filter": ExecFilterConfig,
     "dedup": DedupConfig,
     "contra_sft": ContraSFTConfig,
+    "codegen_data": CodegenConfig,
+    "codegen_truth": CodegenConfig,
     "eval_truth": EvalTruthConfig,
     "bootstrap": BootstrapConfig,
     "sft": SFTConfig,
@@ -90,7 +93,12 @@ def test_every_section_field_has_help() -> None:
 
 
 # keys whose null in params.yaml means "take it from another section"
-DERIVED = {"sft": {"model", "seed"}, "grpo": {"init", "seed"}, "train_eval": {"models.before_sft"}}
+DERIVED = {
+    "sft": {"model", "seed"},
+    "grpo": {"init", "seed"},
+    "train_eval": {"models.before_sft"},
+    "codegen": {"model", "threshold", "batch_size", "embed_cache"},
+}
 
 
 def _old(resolved: dict[str, Any], name: str) -> dict[str, Any]:
@@ -133,6 +141,14 @@ def _old(resolved: dict[str, Any], name: str) -> dict[str, Any]:
         return {"llm": ChatConfig(**section.get("llm", {}))}
     if name == "bootstrap":
         return {"shape": TinyShape(**(section.get("shape") or {}))}
+    if name == "codegen":  # the similarity rule is dedup's
+        d = resolved["dedup"]
+        return {
+            "model": d["model"],
+            "threshold": d["threshold"],
+            "batch_size": d["batch_size"],
+            "embed_cache": d["cache_dir"],
+        }
     return {}
 
 

@@ -95,6 +95,11 @@ SOURCES: dict[str, SourceFile] = {
     for s in [
         _lcd("v0.1.0", "train", "38fb21c4277c59937cfbe67ef42597a485f9428afa53695827d50fc8c3e58623"),
         _lcd("v0.2.0", "train", "7c3e4221572920a9e6c822083a327d2238ea70b5b3ba18459bee6855ef93e2c7"),
+        # the test splits: the code-generation task's decontamination (codethinker.codegen.decontam)
+        _lcd("v0.1.0", "test", "dcd4173103b5998bf1a498d4c80717af509daa84f73532c750b1b2a4f95bd092"),
+        _lcd("v0.2.0", "test", "d3d5e553a787e2ba82b03a0ccade795b2d477c93ba3f2f75e98041a65322cf35"),
+        _lcd("v0.3.0", "test", "c8e3cafb226f266fb49c854eb725c81f104a2165b1ec8cfd8b814999a7ae5a6f"),
+        _lcd("v0.3.1", "test", "3ae536cb41342076691730b72424fdfb9264f233e05c81bf37b5f7e227ea1853"),
         SourceFile(
             "cruxeval",
             "cruxeval/cruxeval.jsonl",
@@ -224,16 +229,21 @@ _LCD_FIELDS: dict[str, Any] = {
 }
 
 
-def load_leetcode(paths: Iterable[tuple[str, Path]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def load_leetcode(
+    paths: Iterable[tuple[str, Path]], extra: Iterable[str] = ()
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Merge train splits ``(version, path)`` (later versions win on a shared task_id).
 
     Returns problem records and counts: ``rows`` read, ``duplicates`` (task_ids seen before),
-    ``problems`` kept.
+    ``problems`` kept. ``extra`` names more string fields of the raw records to keep as they are
+    (the code-generation task's ``test`` and ``query``).
     """
     merged: dict[str, dict[str, Any]] = {}
     rows = dups = 0
+    extra = tuple(extra)
+    fields = {**_LCD_FIELDS, **dict.fromkeys(extra, str)}
     for version, path in paths:
-        for i, rec in enumerate(iter_jsonl(path, _LCD_FIELDS), start=1):
+        for i, rec in enumerate(iter_jsonl(path, fields), start=1):
             rows += 1
             for j, io in enumerate(rec["input_output"]):
                 if not (isinstance(io, dict) and isinstance(io.get("input"), str) and "output" in io):
@@ -250,6 +260,7 @@ def load_leetcode(paths: Iterable[tuple[str, Path]]) -> tuple[list[dict[str, Any
                 "preamble": rec["prompt"],
                 "completion": rec["completion"],
                 "input_output": [{"input": io["input"], "output": str(io["output"])} for io in rec["input_output"]],
+                **{k: rec[k] for k in extra},
             }
     problems = sorted(merged.values(), key=lambda r: (r["question_id"] or 0, r["task_id"]))
     return problems, {"rows": rows, "duplicates": dups, "problems": len(problems)}

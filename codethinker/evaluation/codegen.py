@@ -53,7 +53,7 @@ from typing import Any
 from codethinker.evaluation.codegen_runner import tests_runner
 from codethinker.evaluation.generalize import Item, Verdict, register
 
-__all__ = ["CodegenTask", "extract_code", "make_item", "read_items", "tests_runner"]
+__all__ = ["PY_TAGS", "CodegenTask", "extract_code", "fenced_blocks", "make_item", "read_items", "tests_runner"]
 
 MIN_TIME_LIMIT_S = 1.0  # EvalPlus DEFAULT_MIN_TIME_LIMIT (evalplus/config.py)
 TIME_LIMIT_FACTOR = 4.0  # EvalPlus DEFAULT_GT_TIME_LIMIT_FACTOR
@@ -63,7 +63,7 @@ REFERENCE_TIMEOUT_S = 300.0  # one canonical solution on every input of its prob
 MEMORY_MB = 4096  # EvalPlus's default address-space cap (4 GiB)
 GRACE_S = 2.0  # the parent kills a job this long after its timer (code that swallows the timer)
 STOP = ("\n```\n\n",)
-_PY_TAGS = {"", "python", "py", "python3", "py3"}
+PY_TAGS = {"", "python", "py", "python3", "py3"}
 _FENCE = re.compile(r"^([ \t]*)```[ \t]*([\w+.-]*)[ \t]*$")
 
 
@@ -72,7 +72,7 @@ def _defines(code: str, entry: str) -> bool:
     return re.search(rf"^(?:async[ \t]+)?def[ \t]+{re.escape(entry)}[ \t]*\(", code, re.M) is not None
 
 
-def _blocks(text: str) -> list[tuple[str, str]]:
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
     """(language tag, content) of every fenced block; an unterminated last block counts."""
     out, lines, i = [], text.splitlines(), 0
     while i < len(lines):
@@ -90,7 +90,7 @@ def _blocks(text: str) -> list[tuple[str, str]]:
 
 def extract_code(text: str, entry: str | None = None) -> str:
     """The answer's code (see the module docstring); "" when there is none."""
-    blocks = [code for tag, code in _blocks(text) if tag in _PY_TAGS and code.strip()]
+    blocks = [code for tag, code in fenced_blocks(text) if tag in PY_TAGS and code.strip()]
     if blocks:
         return next((c for c in blocks if entry and _defines(c, entry)), blocks[0])
     if any(_FENCE.match(line) for line in text.splitlines()):

@@ -45,7 +45,7 @@ from typing import Any
 from codethinker.sandbox import protocol, register_runner
 from codethinker.sandbox.worker.capture import SandboxTimeout, safe_text, type_name
 
-__all__ = ["tests_runner"]
+__all__ = ["InputTimeout", "tests_runner", "timed_call"]
 
 BIG_OUTPUT_BYTES = 64 * 1024  # a larger expected output (encoded) is recomputed in the candidate's job
 REFERENCE_BYTES = 4 * 1024 * 1024  # expected outputs of one problem sent back (a frame is <= 8 MiB)
@@ -56,8 +56,8 @@ _repr.maxstring = _repr.maxother = 60
 _repr.maxlist = _repr.maxtuple = _repr.maxset = 6
 
 
-class _InputTimeout(Exception):
-    pass
+class InputTimeout(Exception):
+    """A call ran past its own time limit (:func:`timed_call`)."""
 
 
 def _short(x: Any) -> str:
@@ -71,11 +71,11 @@ def _result(status: str, passed: int, total: int, detail: str = "") -> dict[str,
     return {"status": status, "passed": passed, "total": total, "detail": detail[:500]}
 
 
-def _timed_call(fn: Callable[..., Any], args: Any, limit: float) -> Any:
-    """``fn(*args)``, or :class:`_InputTimeout` past ``limit`` s (a timer interrupts it; the job's
+def timed_call(fn: Callable[..., Any], args: Any, limit: float) -> Any:
+    """``fn(*args)``, or :class:`InputTimeout` past ``limit`` s (a timer interrupts it; the job's
     own timer is re-armed afterwards with what is left of it)."""
     if limit <= 0:
-        raise _InputTimeout
+        raise InputTimeout
     left, interval = _getitimer(signal.ITIMER_REAL)
     short, t0 = limit < left, time.perf_counter()
     if short:
@@ -84,13 +84,13 @@ def _timed_call(fn: Callable[..., Any], args: Any, limit: float) -> Any:
         out = fn(*args)
     except SandboxTimeout:
         if short and time.perf_counter() - t0 >= limit:
-            raise _InputTimeout from None
+            raise InputTimeout from None
         raise
     finally:
         if short:
             _setitimer(signal.ITIMER_REAL, max(left - (time.perf_counter() - t0), 1e-3), interval or 0.05)
     if time.perf_counter() - t0 > limit:  # the sample swallowed the timer's exception
-        raise _InputTimeout
+        raise InputTimeout
     return out
 
 
@@ -147,8 +147,8 @@ def _matches(out: Any, exp: Any, inp: list, atol: float, special: str | None) ->
 def _one_input(fn: Callable[..., Any], inp: list, exp: Any, limit: float, atol: float, special: str | None):
     """Run and judge one input: ``(None, "", atol)`` when it passes, else ``(status, why, atol)``."""
     try:
-        out = _timed_call(fn, copy.deepcopy(inp), limit)
-    except _InputTimeout:
+        out = timed_call(fn, copy.deepcopy(inp), limit)
+    except InputTimeout:
         return "timeout", f"over {max(limit, 0.0):.2f} s", atol
     except MemoryError:
         raise
@@ -207,8 +207,8 @@ def _run_program(fn: Callable[..., Any], opt: dict) -> dict[str, Any]:
     deadline, total, done = time.perf_counter() + opt["limit"], len(opt["tests"]), 0
     for name, src in sources.items():
         try:
-            _timed_call(exec, (compile(src, name, "exec", dont_inherit=True), ns), deadline - time.perf_counter())
-        except _InputTimeout:
+            timed_call(exec, (compile(src, name, "exec", dont_inherit=True), ns), deadline - time.perf_counter())
+        except InputTimeout:
             return _result("timeout", done, total, f"{name[1:-1]}: past the {opt['limit']:.1f} s limit")
         except MemoryError:
             raise

@@ -4,7 +4,7 @@ Each reward (:func:`~codethinker.rewards.crm.crm_score`, :func:`~codethinker.rew
 :func:`~codethinker.rewards.whitebox.whitebox_score`) scores one response against its truth and returns
 a :class:`Score`: the reward and its parts under the same names for every kind. A ``Score`` is also a
 read-only mapping of those parts (``score["reward"]``, ``dict(score)``, in the order of :data:`KEYS`;
-``deltas`` and ``wb_acc`` only where the reward has them), the schema the CLI prints and verl logs.
+``deltas``, ``wb_acc`` and ``pass_rate`` only where the reward has them), the schema the CLI prints and verl logs.
 
 :func:`batched` is the one batch entry point (TRL's ``reward_fn(completions, **kwargs) -> list[float]``
 shape): one float per completion, truths as :class:`~codethinker.contra.tracer.Flow` or truth JSON.
@@ -24,8 +24,8 @@ from codethinker.contra.tracer import Flow
 
 __all__ = ["KEYS", "Score", "as_flows", "batched"]
 
-KEYS = ("fmt", "deltas", "r_proc", "r_res", "reward", "rcs", "reason", "answer_ok", "wb_acc")
-_OPTIONAL = ("deltas", "wb_acc")  # keys only where the reward has them (None: absent)
+KEYS = ("fmt", "deltas", "r_proc", "r_res", "reward", "rcs", "reason", "answer_ok", "wb_acc", "pass_rate")
+_OPTIONAL = ("deltas", "wb_acc", "pass_rate")  # keys only where the reward has them (None: absent)
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,7 +36,8 @@ class Score(Mapping[str, Any]):
     white-box ``2 * wb_acc``; 0 for ORM); ``r_res``: 2 when the answer is right (with a valid format);
     ``reward``: what the policy is paid; ``rcs``: the ConTra consistency of the response; ``answer_ok``:
     the answer is right; ``reason``: why the format is invalid (None when valid); ``deltas``: per truth
-    block, 1 when its LOCALS are right; ``wb_acc``: the share of white-box questions answered right.
+    block, 1 when its LOCALS are right; ``wb_acc``: the share of white-box questions answered right;
+    ``pass_rate``: the share of a generated program's tests that pass (code generation).
     """
 
     fmt: int
@@ -48,6 +49,7 @@ class Score(Mapping[str, Any]):
     reason: str | None = None
     deltas: list[int] | None = None
     wb_acc: float | None = None
+    pass_rate: float | None = None
 
     def _keys(self) -> tuple[str, ...]:
         return tuple(k for k in KEYS if k not in _OPTIONAL or getattr(self, k) is not None)

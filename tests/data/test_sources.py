@@ -29,7 +29,15 @@ GENERAL = {"humaneval", "humaneval+", "mbpp", "mbpp+", "gsm8k", "gsm-hard", "mat
 
 def test_pinned_urls_and_checksums():
     crux_x = {k for k in SOURCES if k.startswith("cruxeval-x/")}
-    assert set(SOURCES) - crux_x == {"leetcode/v0.1.0-train", "leetcode/v0.2.0-train", "cruxeval", "reval", *GENERAL}
+    lcd_tests = {f"leetcode/{v}-test" for v in ("v0.1.0", "v0.2.0", "v0.3.0", "v0.3.1")}  # codegen's decontamination
+    assert set(SOURCES) - crux_x == {
+        "leetcode/v0.1.0-train",
+        "leetcode/v0.2.0-train",
+        "cruxeval",
+        "reval",
+        *GENERAL,
+        *lcd_tests,
+    }
     assert len(crux_x) == 19
     for s in SOURCES.values():
         assert s.url.startswith(("https://raw.githubusercontent.com/", "https://media.githubusercontent.com/"))
