@@ -8,13 +8,12 @@ benchmark program) and ``metrics/dedup.json``. Model and rule: :mod:`codethinker
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from codethinker.config import load_config
 from codethinker.config.data import DedupConfig
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
-from codethinker.data.similarity import BUNDLED_MINILM, cached_encoder, load_encoder, similarity_filter
+from codethinker.data.similarity import open_encoder, similarity_filter
 from codethinker.data.synth import sample_source
 from codethinker.ops.stage import stage_main, stage_run
 
@@ -27,11 +26,9 @@ METRICS = Path("metrics/dedup.json")
 
 def run(cfg: DedupConfig) -> dict:
     model = cfg.model
-    if model == BUNDLED_MINILM:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
     samples = read_jsonl(SAMPLES, {"id": str, "task_id": str, "code": str, "truth": str})
     benchmarks = read_jsonl(BENCHMARKS, {"benchmark": str, "id": str, "code": str})
-    encode = cached_encoder(load_encoder(model, batch_size=cfg.batch_size), cfg.cache_dir, model)
+    encode = open_encoder(model, cfg.batch_size, cfg.cache_dir)
     threshold = cfg.threshold
     synth = [s for s in samples if sample_source(s) == "synth"]
     kept, per_fn, counts = similarity_filter(

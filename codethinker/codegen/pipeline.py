@@ -10,8 +10,8 @@ the first ``heldout`` share of the (seeded) order held out. Every drop is counte
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
 import random
 import time
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 from codethinker.codegen.decontam import benchmark_programs, id_filter, load_test_splits, similar_filter
 from codethinker.codegen.task import CodegenProblem, EntryPointError, TestSplitError, make_problem
 from codethinker.config.codegen import CodegenConfig
-from codethinker.data.similarity import BUNDLED_MINILM, cached_encoder, load_encoder
+from codethinker.data.similarity import open_encoder
 from codethinker.data.sources import SOURCES, SourceError, load_leetcode, resolve
 
 __all__ = ["build_problems"]
@@ -50,9 +50,7 @@ def _make_all(records: list[dict[str, Any]]) -> tuple[list[CodegenProblem], dict
 
 def _encoder(cfg: CodegenConfig) -> Any:
     assert cfg.model is not None and cfg.batch_size is not None  # filled from dedup by the config
-    if cfg.model == BUNDLED_MINILM:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return cached_encoder(load_encoder(cfg.model, batch_size=cfg.batch_size), cfg.embed_cache, cfg.model)
+    return open_encoder(cfg.model, cfg.batch_size, cfg.embed_cache)
 
 
 def build_problems(cfg: CodegenConfig) -> tuple[list[CodegenProblem], list[dict[str, Any]], dict[str, Any]]:
@@ -76,7 +74,7 @@ def build_problems(cfg: CodegenConfig) -> tuple[list[CodegenProblem], list[dict[
     kept, nearest, sim = similar_filter(sampled, programs, _encoder(cfg), cfg.threshold)
     dropped["similar_to_benchmark"] = sim["similar_to_benchmark"]
     n_held = math.floor(cfg.heldout * len(kept))
-    out = [p if i >= n_held else _with_split(p, "heldout") for i, p in enumerate(kept)]
+    out = [p if i >= n_held else dataclasses.replace(p, split="heldout") for i, p in enumerate(kept)]
     out.sort(key=lambda p: (p.question_id or 0, p.id))
     n_tests = sum(len(p.tests) for p in out)
     metrics = {
@@ -99,7 +97,3 @@ def build_problems(cfg: CodegenConfig) -> tuple[list[CodegenProblem], list[dict[
         "seconds": round(time.perf_counter() - t0, 1),
     }
     return out, nearest, metrics
-
-
-def _with_split(p: CodegenProblem, split: str) -> CodegenProblem:
-    return CodegenProblem.from_json({**p.to_json(), "split": split})

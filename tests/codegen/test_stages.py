@@ -8,21 +8,12 @@ from __future__ import annotations
 import importlib
 import json
 
-import numpy as np
 import pytest
 import yaml
 
 from codethinker.codegen.task import CodegenProblem
 from codethinker.data.io import read_jsonl
-
-
-def bag_encoder(texts):
-    out = np.zeros((len(texts), 26), dtype=np.float32)
-    for i, t in enumerate(texts):
-        for ch in t.lower():
-            if "a" <= ch <= "z":
-                out[i, ord(ch) - 97] += 1
-    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+from tests.data.test_similarity import bag_encoder
 
 
 @pytest.mark.needs_shared
