@@ -256,18 +256,19 @@ HOSTILE = {
 
 class TestHostile:
     """Hostile text never raises and costs at most about two ``timeout_s`` (here 1 s). Where the work
-    takes about that long, a loaded machine may turn a ``fail`` into a ``timeout``. The cost is the
-    process's CPU time: on a loaded machine the wall time of the same work grows with the load (a
-    `make test` beside a `dvc repro` took 6.7 s of wall for 300 nested parentheses); the wall bound
-    only catches a hang."""
+    takes about that long, a loaded machine may turn a ``fail`` into a ``timeout``. The cost is the CPU
+    time of the judging thread (the judge runs on the main thread: math-verify's alarms need it). Not the
+    wall time: a `make test` beside a `dvc repro` took 6.7 s of wall for 300 nested parentheses; not the
+    process's CPU time either, which also counts threads that earlier tests left running (5.1 s in one
+    full run; 0.8 s when the case runs alone). The wall bound only catches a hang."""
 
     @pytest.mark.parametrize("name", list(HOSTILE))
     @pytest.mark.parametrize("task", [GSM8K(timeout_s=1), MATH500(timeout_s=1)], ids=["gsm8k", "math500"])
     def test_never_raises_and_ends_fast(self, task, name):
         text, statuses = HOSTILE[name]
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0 = time.perf_counter(), time.thread_time()
         v = _one(task, "18" if task.name == "gsm8k" else "\\frac{1}{2}", text)
-        assert time.process_time() - c0 < 5.0
+        assert time.thread_time() - c0 < 5.0
         assert time.perf_counter() - t0 < 60.0
         assert v.status in statuses and not v.passed
 
