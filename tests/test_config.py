@@ -27,6 +27,7 @@ from codethinker.config.data import (
 from codethinker.config.evaluate import EvaluateConfig
 from codethinker.config.generalize import GeneralizeConfig
 from codethinker.config.grpo import GRPOConfig, TrainEvalConfig
+from codethinker.config.recode import RecodeConfig
 from codethinker.config.sft import SFTConfig
 from codethinker.data.llm import ChatConfig
 from codethinker.evaluation.generalize import GenConfig
@@ -51,6 +52,8 @@ STAGES = {
     "contra_sft": ContraSFTConfig,
     "codegen_data": CodegenConfig,
     "codegen_truth": CodegenConfig,
+    "crpl_data": RecodeConfig,
+    "reward_model": RecodeConfig,
     "eval_truth": EvalTruthConfig,
     "bootstrap": BootstrapConfig,
     "sft": SFTConfig,
@@ -98,6 +101,7 @@ DERIVED = {
     "grpo": {"init", "seed"},
     "train_eval": {"models.before_sft"},
     "codegen": {"model", "threshold", "batch_size", "embed_cache"},
+    "recode": {"model"},
 }
 
 

@@ -23,10 +23,11 @@ from codethinker.config.codegen import CodegenConfig
 from codethinker.data.similarity import open_encoder
 from codethinker.data.sources import SOURCES, SourceError, load_leetcode, resolve
 
-__all__ = ["build_problems"]
+__all__ = ["build_problems", "source_paths"]
 
 
-def _paths(cfg: CodegenConfig, names: list[str], prefix: str = "leetcode/") -> list[tuple[str, Path]]:
+def source_paths(cfg: CodegenConfig, names: list[str], prefix: str = "leetcode/") -> list[tuple[str, Path]]:
+    """(name, local path) of each named source (the mirror, else its pinned download)."""
     mirror, out = cfg.base.mirror_root(), []
     for name in names:
         key = prefix + name
@@ -59,16 +60,16 @@ def build_problems(cfg: CodegenConfig) -> tuple[list[CodegenProblem], list[dict[
 
     t0 = time.perf_counter()
     records, read = load_leetcode(
-        [(n.removesuffix("-train"), p) for n, p in _paths(cfg, cfg.leetcode)], extra=("test", "query")
+        [(n.removesuffix("-train"), p) for n, p in source_paths(cfg, cfg.leetcode)], extra=("test", "query")
     )
     problems, dropped = _make_all(records)
-    tests = load_test_splits(_paths(cfg, cfg.test_splits))
+    tests = load_test_splits(source_paths(cfg, cfg.test_splits))
     problems, by_id = id_filter(problems, tests)
     dropped |= by_id
     rng = random.Random(cfg.base.seed)
     rng.shuffle(problems)
     sampled = problems[: cfg.limit] if cfg.limit is not None else problems
-    items = {name: read_items(name, path) for name, path in _paths(cfg, cfg.benchmarks, prefix="")}
+    items = {name: read_items(name, path) for name, path in source_paths(cfg, cfg.benchmarks, prefix="")}
     programs, per_bench = benchmark_programs(items, tests)
     assert cfg.threshold is not None
     kept, nearest, sim = similar_filter(sampled, programs, _encoder(cfg), cfg.threshold)

@@ -1,0 +1,73 @@
+"""Stage crpl_data: ReCode's CRPL preference pairs (t+ > t-, t+ > t, t > t-) on the codegen problems.
+
+Run: ``python -m stages.crpl_data`` (or ``dvc repro crpl_data``). Reads ``params.yaml: recode`` (backend,
+bug_tries, the llm teacher), ``codegen`` (the train splits whose ``response`` is the base reasoning, the
+judge's limits), ``data/codegen/problems.jsonl`` (the kept, decontaminated problems and their split);
+writes ``data/crpl/train.jsonl`` and ``data/crpl/eval.jsonl`` (pairs of the held-out problems) and
+``metrics/crpl_data.json`` (pairs per type, drops with their reasons). Rules: docs/recode.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codethinker.codegen.crpl import build_pairs, split_pairs
+from codethinker.codegen.crpl_llm import llm_teacher
+from codethinker.codegen.pipeline import source_paths
+from codethinker.codegen.task import CodegenProblem
+from codethinker.config import load_config
+from codethinker.config.codegen import CodegenConfig
+from codethinker.config.recode import RecodeConfig
+from codethinker.data.io import iter_jsonl, write_json, write_jsonl
+from codethinker.data.llm import ChatClient
+from codethinker.data.sources import load_leetcode
+from codethinker.ops.stage import stage_main, stage_run
+
+PROBLEMS = Path("data/codegen/problems.jsonl")
+TRAIN, EVAL = Path("data/crpl/train.jsonl"), Path("data/crpl/eval.jsonl")
+METRICS = Path("metrics/crpl_data.json")
+
+
+def run(cfg: RecodeConfig, codegen: CodegenConfig) -> dict:
+    problems = [CodegenProblem.from_json(r) for r in iter_jsonl(PROBLEMS)][: cfg.limit]
+    paths = [(n.removesuffix("-train"), p) for n, p in source_paths(codegen, codegen.leetcode)]
+    records, _ = load_leetcode(paths, extra=("response",))
+    responses = {r["task_id"]: r["response"] for r in records}
+    client = ChatClient(cfg.llm, cfg.cache_dir) if cfg.backend == "llm" else None
+    try:
+        pairs, metrics = build_pairs(
+            problems,
+            responses,
+            seed=cfg.base.seed,
+            backend=cfg.backend,
+            bug_tries=cfg.bug_tries,
+            limits=codegen.judge,
+            teacher=llm_teacher(client) if client is not None else None,
+        )
+        if client is not None:
+            metrics["llm"] = {**client.describe(), "stats": dict(client.stats)}
+    finally:
+        if client is not None:
+            client.close()
+    train, heldout = split_pairs(pairs)
+    write_jsonl(TRAIN, train)
+    write_jsonl(EVAL, heldout)
+    metrics = {"backend": cfg.backend, **metrics}
+    write_json(METRICS, metrics)
+    return metrics
+
+
+@stage_main
+def main() -> None:
+    cfg = load_config(RecodeConfig)
+    codegen = load_config(CodegenConfig)
+    with stage_run("crpl_data", cfg.as_dict()):
+        m = run(cfg, codegen)
+    print(
+        f"crpl_data: {m['problems_in']} problems -> {m['pairs_train']} train + {m['pairs_eval']} eval pairs; "
+        f"dropped {m['dropped']}"
+    )
+
+
+if __name__ == "__main__":
+    main()
