@@ -122,8 +122,8 @@ class DBSAgentLoop(AgentLoopBase):
         super().__init__(*args, **kwargs)
         self.n_regular, self.n_dbs, self.max_rounds, self.seed = n_regular, n_dbs, max_rounds, seed
         self.prefix_scorer = prefix_scorer  # contra (the PRM on the truth's Flow) or a code-generation kind
-        self.block_stop = list(block_stop or BLOCK_STOP)
-        self.final_stop = list(final_stop or FINAL_STOP)
+        self.block_stop = list(BLOCK_STOP if block_stop is None else block_stop)
+        self.final_stop = list(FINAL_STOP if final_stop is None else final_stop)  # [] (codegen): end of turn only
         self.response_length = self.rollout_config.response_length
         eot = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
         unk = getattr(self.tokenizer, "unk_token_id", None)
