@@ -2,11 +2,14 @@
 
     python -m stages.grpo         # or: dvc repro grpo
     dvc exp run -S grpo.reward=orm   # the CodeReasoner baseline (whitebox: ExecVerify's)
+    dvc exp run -S grpo.task=codegen -S grpo.reward=reflexicoder   # code generation (docs/codegen.md)
 
 Reads ``params.yaml`` ``grpo`` (``backend: local`` = TRL on this machine, ``verl`` = writes
 verl's config and launches ``python -m verl.trainer.main_ppo``; see docs/training.md). ``reward``:
 ``crm`` (ConTra prompts, DBS + CRM), ``orm`` or ``whitebox`` (the baselines: their prompts rendered
 from the rows' truths, every sample regular; :mod:`codethinker.rewards.switch`).
+``task: codegen`` trains on codegen_data's problems (``data/codegen/problems.jsonl``, split train) with
+``reward`` ``codegen_outcome``, ``reflexicoder``, ``cg_grpo`` or ``cg_grpo_ungated``.
 Input: ``data/contra_sft/grpo_train.parquet`` (verl's schema) and the SFT policy
 ``models/sft/merged``. Writes ``models/grpo/{adapter,merged}``, checkpoints in
 ``models/grpo/checkpoints`` (a restarted run resumes), ``metrics/grpo.json`` and the per-step
@@ -30,7 +33,7 @@ METRICS, PLOT = Path("metrics/grpo.json"), Path("plots/grpo_reward.csv")
 @stage_main
 def main() -> None:
     cfg = load_config(GRPOConfig)  # seed null: base.seed; init null: model.base
-    data, out, model, p = Path(cfg.data), Path(cfg.out), str(cfg.init), cfg.params
+    data, out, model, p = Path(cfg.train_data), Path(cfg.out), str(cfg.init), cfg.params
     with stage_run("grpo", cfg.as_dict()) as run:
         if p.backend == "verl":
             from codethinker.training.grpo_verl import run_grpo_verl

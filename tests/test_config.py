@@ -14,6 +14,7 @@ import yaml
 from codethinker.config import ConfigError, from_mapping, load_config, policy_model
 from codethinker.config.bootstrap import BootstrapConfig
 from codethinker.config.codegen import CodegenConfig
+from codethinker.config.codegen_eval import CodegenEvalConfig
 from codethinker.config.data import (
     AstFilterConfig,
     ContraSFTConfig,
@@ -59,6 +60,7 @@ STAGES = {
     "sft": SFTConfig,
     "grpo": GRPOConfig,
     "train_eval": TrainEvalConfig,
+    "codegen_eval": CodegenEvalConfig,
     "evaluate": EvaluateConfig,
     "generalize": GeneralizeConfig,
     "generalize_truth": GeneralizeConfig,
@@ -121,8 +123,11 @@ def _old(resolved: dict[str, Any], name: str) -> dict[str, Any]:
     if name == "grpo":
         model = str(section.pop("init", None) or policy)
         data, out = section.pop("data"), section.pop("out")
+        section.pop("codegen_data")
         if section.get("seed") is None:
             section["seed"] = seed
+        judge = ("test_timeout_s", "setup_timeout_s", "memory_mb", "workers")  # the codegen judge's limits
+        section.setdefault("judge", {k: resolved["codegen"][k] for k in judge})
         section.setdefault("trace_thoughts", teacher != "none")
         nested = {"rollout": RolloutParams, "lora": LoRAParams, "verl": VerlParams}
         section.update({k: cls(**section[k]) for k, cls in nested.items() if k in section})

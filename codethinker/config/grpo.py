@@ -17,7 +17,7 @@ from codethinker.config.loader import ParamsFile, Section, fill, inline
 from codethinker.training.grpo import GRPOParams
 from codethinker.training.train_eval import EvalParams
 
-__all__ = ["TRAIN_EVAL_MODELS", "GRPOConfig", "TrainEvalConfig", "trace_thoughts"]
+__all__ = ["TRAIN_EVAL_MODELS", "GRPOConfig", "TrainEvalConfig", "judge_limits", "trace_thoughts"]
 
 # train_eval's phases and their models (None: model.base)
 TRAIN_EVAL_MODELS: dict[str, str | None] = {
@@ -25,6 +25,15 @@ TRAIN_EVAL_MODELS: dict[str, str | None] = {
     "after_sft": "models/sft/merged",
     "after_grpo": "models/grpo/merged",
 }
+
+
+def judge_limits(params: ParamsFile) -> dict[str, Any]:
+    """The code-generation judge's limits as params.yaml's ``codegen`` section sets them."""
+    from dataclasses import asdict
+
+    from codethinker.config.codegen import CodegenConfig
+
+    return asdict(params.section(CodegenConfig, missing_ok=True).judge)
 
 
 def trace_thoughts(params: ParamsFile) -> bool:
@@ -37,6 +46,9 @@ def trace_thoughts(params: ParamsFile) -> bool:
 class GRPOConfig(Section):
     SECTION: ClassVar[str] = "grpo"
     data: str = field(default="data/contra_sft/grpo_train.parquet", metadata={"help": "GRPO prompts (verl's schema)"})
+    codegen_data: str = field(
+        default="data/codegen/problems.jsonl", metadata={"help": "task codegen: codegen_data's problems (split train)"}
+    )
     init: str | None = field(default=None, metadata={"help": "the policy GRPO starts from (None: model.base)"})
     out: str = field(default="models/grpo", metadata={"help": "merged/, adapter/, checkpoints/ go here"})
     params: GRPOParams = field(
@@ -46,7 +58,13 @@ class GRPOConfig(Section):
 
     @classmethod
     def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
-        return fill(raw, seed=params.base.seed, init=params.policy, trace_thoughts=trace_thoughts(params))
+        values = {"seed": params.base.seed, "init": params.policy, "trace_thoughts": trace_thoughts(params)}
+        return fill(raw, **values, judge=judge_limits(params))
+
+    @property
+    def train_data(self) -> str:
+        """The file the task trains on: the GRPO parquet (reasoning) or codegen_data's problems (codegen)."""
+        return self.codegen_data if self.params.task == "codegen" else self.data
 
 
 @dataclass(frozen=True)
@@ -66,7 +84,8 @@ class TrainEvalConfig(Section):
     def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
         grpo = params.section(GRPOConfig).params  # the reward the policy was trained with
         values = {"seed": params.base.seed, "trace_thoughts": trace_thoughts(params)}
-        out = fill(raw, **values, reward=grpo.reward, whitebox=grpo.whitebox)
+        reward = grpo.reward if grpo.task == "reasoning" else "crm"  # codegen policies: codegen_eval scores them
+        out = fill(raw, **values, reward=reward, whitebox=grpo.whitebox)
         models = TRAIN_EVAL_MODELS if raw.get("models") is None else raw["models"]
         if isinstance(models, dict):  # anything else: the loader names the wrong type
             out["models"] = {**models, "before_sft": models.get("before_sft") or params.policy}

@@ -255,13 +255,14 @@ def run_report(args: argparse.Namespace) -> int:
         if not Path(args.exps).is_file():
             raise UsageError(f"experiments file not found: {args.exps}")
         raw = Path(args.exps).read_text()
-    micro = None
+    micro = codegen = None
     if raw is not None:
-        from codethinker.evaluation import micro_table
+        from codethinker.evaluation import codegen_report, micro_table
 
         try:
             exps = report.from_dvc_exps(raw)
             micro = micro_table.collect(raw)
+            codegen = codegen_report.collect(raw)
         except (json.JSONDecodeError, TypeError, AttributeError) as exc:
             raise UsageError(f"{args.exps}: not the JSON of `dvc exp show --json` ({exc})") from None
     params = None
@@ -275,7 +276,9 @@ def run_report(args: argparse.Namespace) -> int:
         general = general_report.from_dir(args.general_dir)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    text = report.render_report(results, exps, params=params, note=args.note, micro=micro, general=general)
+    text = report.render_report(
+        results, exps, params=params, note=args.note, micro=micro, general=general, codegen=codegen
+    )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)

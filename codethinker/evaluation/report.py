@@ -303,10 +303,12 @@ def render_report(
     note: str | None = None,
     micro: Mapping[str, Any] | None = None,
     general: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    codegen: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
 ) -> str:
     """The whole Markdown report: samples, Table 1, Table 2, Table 2 in miniature (``micro``: the
     :func:`codethinker.evaluation.micro_table.collect` of the experiments), thinking depth and RCS, and
-    Table 4 (``general``: :func:`codethinker.evaluation.general_report.from_dir`) when given."""
+    Table 4 (``general``: :func:`codethinker.evaluation.general_report.from_dir`) when given, and the
+    code-generation recipes (``codegen``: :func:`codethinker.evaluation.codegen_report.collect`) when given."""
     exps = dict(exps or {})
     if "workspace" not in exps:
         exps["workspace"] = dict(results)
@@ -323,4 +325,8 @@ def render_report(
     ]
     if general:
         parts += _generalization(general)
+    if codegen is not None:
+        from codethinker.evaluation import codegen_report
+
+        parts += codegen_report.section(codegen)
     return "\n".join(parts)

@@ -151,11 +151,23 @@ def compute_score(
     reward: str | None = None,
     crm: Mapping[str, Any] | None = None,
     whitebox: Mapping[str, Any] | None = None,
+    reflexicoder: Mapping[str, Any] | None = None,
+    judge: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """verl's reward entry point for any kind: ``score`` plus its parts (the same keys for every kind,
     ``wb_acc`` added for ``whitebox``). The kind and settings come from the keywords (verl's
-    ``reward_kwargs``), else from ``extra_info`` (``reward``, ``crm``, ``whitebox``), else CRM."""
+    ``reward_kwargs``), else from ``extra_info`` (``reward``, ``crm``, ``whitebox``), else CRM. A
+    code-generation kind (``codegen_outcome``, ``reflexicoder``, ``cg_grpo``, ``cg_grpo_ungated``) goes to
+    :func:`codethinker.rewards.codegen_switch.compute_score` (the truth is the problem's JSON)."""
     info = dict(extra_info or {})
+    kind = reward or info.get("reward")
+    if kind is not None and kind not in REWARDS:
+        from codethinker.rewards import codegen_switch
+
+        if kind in codegen_switch.CODEGEN_REWARDS:
+            return codegen_switch.compute_score(
+                data_source, solution_str, ground_truth, extra_info, kind, reflexicoder, judge
+            )
     spec = reward_spec(
         reward or info.get("reward"),
         crm if crm is not None else info.get("crm"),

@@ -97,8 +97,9 @@ def _is_final(c: Completion, cfg: DBSConfig, total: int) -> bool:
     text = c.text.rstrip()
     if any(text.endswith(s) for s in cfg.final_stop):
         return True
-    # stopped without a block stop string: EOS, the trajectory is over
-    return not any(text.endswith(s) for s in cfg.block_stop)
+    # stopped without a block stop string: EOS, the trajectory is over (a whitespace stop such as code's
+    # blank line "\n\n" is looked for before the strip)
+    return not any(text.endswith(s) or c.text.endswith(s) for s in cfg.block_stop)
 
 
 @dataclass

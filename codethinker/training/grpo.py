@@ -14,6 +14,11 @@ prompt). The prompt of a baseline is rendered from the row's truth when the rows
 (:func:`with_reward_prompts`), so ``contra_sft``'s data serves every reward. DBS branches on ConTra
 blocks, which the baselines' formats lack: for them :func:`resolve_reward` draws the ``n_dbs``
 samples as regular ones (the same group size; a logged notice) and ends responses at ``[/ANSWER]``.
+
+The task (``grpo.task``): ``reasoning`` (the above) or ``codegen``, whose rows are codegen_data's training
+problems (:mod:`codethinker.training.grpo_codegen`) and whose rewards are ``codegen_outcome``,
+``reflexicoder``, ``cg_grpo`` and ``cg_grpo_ungated`` (:mod:`codethinker.rewards.codegen_switch`), with DBS
+blocks of code; :func:`check_task_reward` refuses a reward of the other task.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from codethinker.training.rollout import RolloutParams
 __all__ = [
     "GRPOParams",
     "VerlParams",
+    "check_task_reward",
+    "drop_long_prompts",
     "grpo_params",
     "load_grpo_rows",
     "resolve_budget",
@@ -117,12 +124,24 @@ class GRPOParams:
     )
     rollout: RolloutParams = field(default_factory=RolloutParams, metadata={"help": "group and sampling"})
     lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
+    task: str = field(
+        default="reasoning",
+        metadata={"help": "reasoning (ConTra traces, the GRPO parquet) | codegen (codegen_data's training problems)"},
+    )
     reward: str = field(
         default="crm",
         metadata={
-            "help": "crm (CodeThinker: ConTra prompt, CRM) | orm (CodeReasoner: vanilla prompt, outcome reward) "
-            "| whitebox (ExecVerify: white-box questions); the baselines sample without DBS"
+            "help": "task reasoning: crm (CodeThinker: ConTra prompt, CRM) | orm (CodeReasoner: vanilla prompt, "
+            "outcome reward) | whitebox (ExecVerify: white-box questions), the baselines sample without DBS; task "
+            "codegen: codegen_outcome (R_fmt + R_out) | reflexicoder | cg_grpo | cg_grpo_ungated (ReCode)"
         },
+    )
+    reflexicoder: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "ReflexiCoder's coefficients (reward reflexicoder; {}: Table 4)"}
+    )
+    judge: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "task codegen: the judge's limits (test_timeout_s, setup_timeout_s, memory_mb, workers)"},
     )
     crm: dict[str, Any] = field(
         default_factory=dict, metadata={"help": "CRM switches: prm, prefix, gate, orm, ccw, alpha (reward crm)"}
@@ -139,10 +158,16 @@ class GRPOParams:
         parse_kv_setting(self.vllm_kv_cache_gib, "grpo.vllm_kv_cache_gib")
         if self.max_model_len != "auto" and not (isinstance(self.max_model_len, int) and self.max_model_len > 0):
             raise ValueError(f"grpo.max_model_len must be auto or a number of tokens, got {self.max_model_len!r}")
+        check_task_reward(self.task, self.reward)
         self.reward_spec()  # a misspelled reward, whitebox setting or CRM switch stops here
 
     def reward_spec(self) -> Any:
-        """The run's :class:`codethinker.rewards.switch.RewardSpec` (kind, CRM switches, white-box a/k)."""
+        """The run's reward: a :class:`codethinker.rewards.switch.RewardSpec` (task reasoning: kind, CRM
+        switches, white-box a/k) or a :class:`codethinker.rewards.codegen_switch.CodegenRewardSpec` (codegen)."""
+        if self.task == "codegen":
+            from codethinker.rewards.codegen_switch import codegen_spec
+
+            return codegen_spec(self.reward, self.reflexicoder, self.judge)
         from codethinker.rewards.switch import reward_spec
 
         return reward_spec(self.reward, self.crm, self.whitebox)
@@ -159,6 +184,30 @@ class GRPOParams:
         return KVParamNames(
             "grpo.vllm_kv_cache_gib", ("grpo.prompts_per_step", "grpo.max_model_len"), "grpo.max_model_len"
         )
+
+
+def check_task_reward(task: str, reward: str, where: str = "grpo") -> None:
+    """``grpo.task`` and ``grpo.reward`` must belong together (a ``ValueError`` naming both keys).
+
+    >>> check_task_reward("codegen", "crm")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: grpo.reward=crm is a reasoning reward but grpo.task=codegen; with grpo.task=codegen choose ...
+    """
+    from codethinker.rewards.codegen_switch import CODEGEN_REWARDS, TASKS
+    from codethinker.rewards.switch import REWARDS
+
+    if task not in TASKS:
+        raise ValueError(f"{where}.task must be one of {', '.join(TASKS)}, got {task!r}")
+    own, other = (CODEGEN_REWARDS, REWARDS) if task == "codegen" else (REWARDS, CODEGEN_REWARDS)
+    if reward in other:
+        kind = "a reasoning" if task == "codegen" else "a code-generation"
+        raise ValueError(
+            f"{where}.reward={reward} is {kind} reward but {where}.task={task}; with {where}.task={task} choose "
+            f"{where}.reward from {', '.join(own)}"
+        )
+    if reward not in own:
+        raise ValueError(f"reward must be one of {', '.join(own)} ({where}.task={task}), got {reward!r}")
 
 
 def grpo_params(section: dict[str, Any]) -> GRPOParams:
@@ -181,7 +230,7 @@ def _plain(x: Any) -> Any:
 def with_reward_prompts(rows: list[dict[str, Any]], spec: Any) -> list[dict[str, Any]]:
     """``rows`` with the prompt of the reward ``spec`` (a :class:`~codethinker.rewards.switch.RewardSpec`):
     ``crm`` keeps each row's ConTra prompt; ``orm`` and ``whitebox`` render theirs from the row's truth."""
-    if spec.kind == "crm":
+    if spec.kind == "crm" or getattr(spec, "task", "reasoning") == "codegen":  # codegen rows carry theirs
         return rows
     from codethinker.contra.tracer import Flow
 
@@ -208,6 +257,8 @@ def resolve_reward(p: GRPOParams) -> GRPOParams:
         changes.update(n_regular=r.group, n_dbs=0)
     if list(r.final_stop) == list(RolloutParams().final_stop) and list(r.final_stop) != spec.stop:
         changes["final_stop"] = spec.stop
+    if p.task == "codegen" and list(r.block_stop) == list(RolloutParams().block_stop):
+        changes["block_stop"] = spec.block_stop  # DBS blocks of code (codethinker.rewards.codegen_switch)
     return dataclasses.replace(p, rollout=dataclasses.replace(r, **changes)) if changes else p
 
 
@@ -218,6 +269,10 @@ def load_grpo_rows(
     prompt in the format of the reward (``reward``: a :class:`~codethinker.rewards.switch.RewardSpec`,
     else ``p``'s, else the row's ConTra prompt); prompts longer than ``p.max_prompt_tokens`` are dropped
     (their count is returned too)."""
+    if p is not None and p.task == "codegen":  # codegen_data's training problems
+        from codethinker.training.grpo_codegen import load_codegen_rows
+
+        return load_codegen_rows(path, model, p)
     import pandas as pd
 
     df = pd.read_parquet(path)
@@ -241,6 +296,14 @@ def load_grpo_rows(
         rows = rows[: p.max_prompts]
     if spec is not None:
         rows = with_reward_prompts(rows, spec)
+    return drop_long_prompts(rows, model, p.max_prompt_tokens)
+
+
+def drop_long_prompts(
+    rows: list[dict[str, Any]], model: str | Path | None, max_tokens: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows whose chat prompt fits ``max_tokens`` of ``model``'s tokens, and how many were dropped
+    (``model`` None: all kept)."""
     if model is None:
         return rows, 0
     from transformers import AutoTokenizer
@@ -254,7 +317,7 @@ def load_grpo_rows(
                 "input_ids"
             ]
         )
-        <= p.max_prompt_tokens
+        <= max_tokens
     ]
     return kept, len(rows) - len(kept)
 
@@ -284,6 +347,12 @@ def resolve_budget(p: GRPOParams, model: str | Path, rows: list[dict[str, Any]])
     ``model``'s tokens (both backends); a number is kept."""
     if p.rollout.max_completion_tokens != "auto":
         return p
+    if p.task == "codegen":
+        from codethinker.training.grpo_codegen import codegen_budget
+
+        return dataclasses.replace(
+            p, rollout=dataclasses.replace(p.rollout, max_completion_tokens=codegen_budget(p, model, rows))
+        )
     from transformers import AutoTokenizer
 
     from codethinker.training.train_eval import truth_token_budget

@@ -9,7 +9,8 @@ no entropy bonus (TRL has none; verl's ``entropy_coeff`` is set to 0), alpha = 1
 Token-level loss aggregation (TRL's ``dapo``), like verl's ``token-mean``.
 
 Per step it logs reward mean/std/max for the regular and the DBS subgroup, r_proc, r_res, the
-format-valid rate, RCS, response length, and the tokens DBS generated and dropped.
+format-valid rate, RCS, response length, and the tokens DBS generated and dropped; for ``grpo.task:
+codegen`` (:mod:`codethinker.training.grpo_codegen`) also the pass rate and ReflexiCoder's cycles.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ PLOT_COLUMNS = [
     "r_res",
     "fmt_rate",
     "rcs",
+    "pass_rate",
+    "cycles",
     "response_len",
     "dbs_tokens_generated",
     "dbs_tokens_dropped",
@@ -272,6 +275,8 @@ def make_grpo_trainer(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
+    from codethinker.training.grpo_codegen import reward_func
+
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL 1.16
     p = resolve_model_len(resolve_reward(p))
     rows = with_reward_prompts(rows, p.reward_spec())
@@ -281,12 +286,14 @@ def make_grpo_trainer(
         tok.pad_token = tok.eos_token
     kind, eng = engine or rollout_engine(p, model)
     truths = {prompt_key(row["prompt"]): row["truth"] for row in rows}
-    rollout = Rollout(kind, eng, tok, truths, p.rollout, adapter_root=ck / "rollout_adapters", seed=p.seed)
+    scorer_for = p.reward_spec().prefix_scorer if p.task == "codegen" else None  # DBS on code blocks
+    root = ck / "rollout_adapters"
+    rollout = Rollout(kind, eng, tok, truths, p.rollout, adapter_root=root, seed=p.seed, scorer_for=scorer_for)
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
     ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])
     trainer = GRPOTrainer(
         model=policy,
-        reward_funcs=reward_funcs or [RewardFunc.from_params(p)],
+        reward_funcs=reward_funcs or [reward_func(p)],
         args=args,
         train_dataset=ds,
         processing_class=tok,
@@ -338,6 +345,7 @@ def grpo_metrics(
     rewards = [h.get("reward_mean", 0.0) for h in hist]
     return {
         "backend": "local",
+        "task": p.task,
         "reward": p.reward,
         "prompt_format": p.reward_spec().format,
         "n_regular": p.rollout.n_regular,
@@ -370,7 +378,9 @@ def run_grpo_local(
         raise ValueError(f"{data}: no GRPO prompts left (sources={p.sources}, max_prompts={p.max_prompts})")
     p = resolve_model_len(resolve_budget(p, model, rows))
     ck = checkpoint_dir(out, fingerprint(p, data, rows, model))  # the rows it trains on
-    reward = RewardFunc.from_params(p)
+    from codethinker.training.grpo_codegen import reward_func
+
+    reward = reward_func(p)
     stats = StepStats(reward)
     cb = MetricsCallback(run, plot_csv, extra=stats, columns=PLOT_COLUMNS)
     trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])

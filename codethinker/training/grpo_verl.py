@@ -18,6 +18,9 @@ agent-loop file), runs ``python -m verl.trainer.main_ppo`` with them (``$VERL_PY
   ``reward.custom_reward_function.reward_kwargs`` (``{reward: crm, crm: {...}}``, :func:`reward_kwargs`):
   verl's loader (``get_custom_reward_fn``) binds them to every call of ``compute_score`` on whichever
   node the reward runs (an environment variable would not reach Ray workers started with ``ray start``).
+- Task ``codegen`` (``grpo.task``): the training problems of codegen_data as a parquet
+  (:func:`codethinker.training.grpo_codegen.write_codegen_data`), the code-generation kind and its settings in
+  ``reward_kwargs``, and the agent loop's DBS prefix score named by ``prefix_scorer``.
 - Data: for ``crm`` the GRPO parquet as it is (its ``prompt`` is the ConTra prompt); for a baseline
   reward (``orm``, ``whitebox``) a copy with that reward's prompt rendered from each row's truth and
   ``extra_info.reward`` set, ``<out>/verl/grpo_train.<reward>.parquet`` (:func:`write_reward_data`).
@@ -114,7 +117,9 @@ def _hydra_value(v: Any) -> str:
         if isinstance(v, float) and not math.isfinite(v):
             raise ValueError(f"not a finite number: {v!r}")
         return repr(v)
-    raise TypeError(f"CRM switch values are booleans or numbers, got {v!r}")
+    if isinstance(v, str) and v.isidentifier():  # a setting's name (reflexicoder.terminal)
+        return v
+    raise TypeError(f"reward settings are booleans, numbers or names, got {v!r}")
 
 
 def _hydra_dict(d: Mapping[str, Any]) -> str:
@@ -150,10 +155,14 @@ def reward_kwargs(p: GRPOParams) -> str:
     '++reward.custom_reward_function.reward_kwargs={reward:orm}'
     >>> reward_kwargs(grpo_params({"reward": "whitebox", "whitebox": {"k": 4}}))
     '++reward.custom_reward_function.reward_kwargs={reward:whitebox,whitebox:{k:4}}'
+    >>> reward_kwargs(grpo_params({"task": "codegen", "reward": "codegen_outcome", "judge": {"memory_mb": 512}}))
+    '++reward.custom_reward_function.reward_kwargs={reward:codegen_outcome,judge:{memory_mb:512,setup_timeout_s:5.0,test_timeout_s:3.0}}'
     """
     spec = p.reward_spec()
     parts = [f"reward:{spec.kind}"]
-    if spec.kind == "crm":
+    if p.task == "codegen":  # the kind, ReflexiCoder's coefficients, the judge's limits
+        parts += [f"{k}:{_hydra_dict(v)}" for k, v in spec.kwargs().items() if k != "reward"]
+    elif spec.kind == "crm":
         parts.append("crm:" + _hydra_dict(p.crm))
     elif spec.kind == "whitebox":
         parts.append("whitebox:" + _hydra_dict(p.whitebox))
@@ -163,8 +172,13 @@ def reward_kwargs(p: GRPOParams) -> str:
 def write_reward_data(data: str | Path, out_dir: Path, p: GRPOParams) -> Path:
     """The parquet verl trains on for ``p.reward``: ``data`` itself for ``crm``; for a baseline a copy in
     ``out_dir`` whose ``prompt`` is the reward's prompt rendered from each row's truth and whose
-    ``extra_info`` carries ``reward`` and ``prompt_format``."""
+    ``extra_info`` carries ``reward`` and ``prompt_format``; for ``grpo.task: codegen`` the training
+    problems of ``data`` (codegen_data's JSONL) in verl's schema."""
     spec = p.reward_spec()
+    if p.task == "codegen":  # codegen_data's problems (JSONL) as verl's parquet
+        from codethinker.training.grpo_codegen import write_codegen_data
+
+        return write_codegen_data(data, out_dir, p)
     if spec.kind == "crm":
         return Path(data)
     import pandas as pd
@@ -199,6 +213,7 @@ def agent_loop_yaml(p: GRPOParams) -> str:
         "final_stop": list(r.final_stop),
         "max_rounds": r.dbs_max_rounds,
         "seed": p.seed,
+        "prefix_scorer": p.reward if p.task == "codegen" else "contra",  # DBS's prefix score (verl_dbs)
     }
     return "- " + json.dumps(entry) + "\n"  # JSON is YAML
 

@@ -119,6 +119,7 @@ class Rollout:
         scorer: Callable[[str, Any], float] | None = None,
         adapter_root: Path | None = None,
         seed: int = 0,
+        scorer_for: Callable[[str], Callable[[str], float]] | None = None,
     ):
         self.kind, self.engine, self.tok, self.truths, self.p = kind, engine, tokenizer, truths, p
         self.adapter_root = Path(adapter_root) if adapter_root else None
@@ -128,10 +129,17 @@ class Rollout:
 
             scorer = prefix_score
         self.scorer = scorer
+        # DBS's prefix scorer of one prompt from its truth (default: ``scorer`` bound to the truth's Flow)
+        self.scorer_for = scorer_for or self._flow_scorer
         self.synced_step: int | None = None
         self.pushed: list[Path] = []  # adapters pushed to vLLM, in order (tests read it)
         self.stats = RolloutStats()
         self.im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    def _flow_scorer(self, truth: str) -> Callable[[str], float]:
+        from codethinker.contra.tracer import Flow
+
+        return functools.partial(self.scorer, flow=Flow.from_json(truth))
 
     # -- policy sync --------------------------------------------------------------------------------
     def sync(self, trainer: Any) -> None:
@@ -168,8 +176,6 @@ class Rollout:
     # -- sampling -----------------------------------------------------------------------------------
     def sample(self, prompts: list[Any]) -> tuple[list[str], list[list[Any]]]:
         """Chat prompts (one per group) -> (prompt texts, per prompt: regular then DBS completions)."""
-        from codethinker.contra.tracer import Flow
-
         p = self.p
         texts = [self.tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
         seed = self.seed * 100_003 + self.calls
@@ -189,8 +195,7 @@ class Rollout:
         self.stats.regular_s += t1 - t0
         dbs: list[list[Any]] = [[] for _ in texts]
         if p.n_dbs:
-            flows = [Flow.from_json(self.truths[prompt_key(m)]) for m in prompts]
-            scorers = [functools.partial(self.scorer, flow=f) for f in flows]
+            scorers = [self.scorer_for(self.truths[prompt_key(m)]) for m in prompts]
             cfg = p.dbs(seed + 50_000)
             counts = getattr(self.engine, "prefix_cache_counts", lambda: (0, 0))
             before = counts()

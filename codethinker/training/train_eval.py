@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EvalParams", "evaluate_engine", "run_train_eval"]
+__all__ = ["EvalParams", "evaluate_engine", "open_eval_engine", "run_train_eval"]
 
 MAX_SEQS = 256  # vLLM's CPU default for max_num_seqs: the most sequences an engine runs at once
 HF_BATCH = 64  # prompts per generate call of the transformers engine
@@ -206,6 +206,23 @@ def select_rows(rows: list[dict[str, Any]], max_prompts: int | dict[str, int] | 
     return out
 
 
+def open_eval_engine(path: str | Path, p: Any, seqs: int) -> Any:
+    """An engine for ``seqs`` sequences at once (at most :data:`MAX_SEQS`) with ``p``'s engine, context, KV
+    cache and seed (``p``: :class:`EvalParams` or any params with those fields and ``kv_params()``)."""
+    from codethinker import engines
+
+    return engines.open_engine(
+        path,
+        p.engine,
+        max_model_len=p.max_model_len,
+        kv_cache_gib=p.kv_cache_gib,
+        max_num_seqs=max(1, min(seqs, MAX_SEQS)),
+        kv_params=p.kv_params(),
+        seed=p.seed,
+        batch_size=HF_BATCH,  # transformers' generate only
+    )
+
+
 def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams) -> dict[str, Any]:
     """Evaluate each named model in turn on ``rows`` (their prompts put in the format of ``p.reward``); a
     missing local model folder is reported, not fatal.
@@ -215,7 +232,6 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
     """
     from transformers import AutoTokenizer
 
-    from codethinker import engines
     from codethinker.training.grpo import with_reward_prompts
 
     spec = p.reward_spec()
@@ -235,16 +251,7 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
         if str(path).startswith(("models/", "./", "/")) and not Path(path).exists():
             out[name] = {"missing": 1.0}
             continue
-        eng = engines.open_engine(
-            path,
-            p.engine,
-            max_model_len=p.max_model_len,
-            kv_cache_gib=p.kv_cache_gib,
-            max_num_seqs=max(1, min(len(rows) * p.samples, MAX_SEQS)),
-            kv_params=p.kv_params(),
-            seed=p.seed,
-            batch_size=HF_BATCH,  # transformers' generate only
-        )
+        eng = open_eval_engine(path, p, len(rows) * p.samples)
         try:
             out[name] = evaluate_engine(eng, rows, p, max_tokens)
         finally:

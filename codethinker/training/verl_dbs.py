@@ -5,7 +5,8 @@ one agent loop per copy, all copies of a worker's batch concurrently in one even
 numbers the copies of a prompt as they arrive: the first ``n_regular`` sample one whole response
 each (stopped at ``[/TRACE]``); the first DBS copy starts one DBS tree for the prompt
 (:func:`codethinker.sampling.dbs.dbs_sample_async` over verl's vLLM servers, scored with the
-prefix PRM against the row's ground truth), and every DBS copy takes one of its final
+prefix PRM against the row's ground truth, or for ``grpo.task: codegen`` with the reward kind's prefix
+score, ``prefix_scorer``), and every DBS copy takes one of its final
 trajectories. DBS counts go to ``extra_fields`` (``dbs``, ``dbs_tokens_generated``,
 ``dbs_tokens_dropped``; 0 on regular samples). Requires a prompt's copies to land on one agent-loop
 worker, which holds when the batch splits at group boundaries (verl chunks the interleaved batch
@@ -91,6 +92,19 @@ class _IdTrail:
         self._ids.setdefault(prefix + text, [*self._ids[prefix], *new_ids])
 
 
+def prefix_scorer_for(kind: str, truth: str) -> Any:
+    """DBS's prefix scorer of one prompt: ``contra``, the PRM on the truth's Flow; a code-generation reward
+    kind, its structural prefix score on the problem (:mod:`codethinker.rewards.codegen_switch`)."""
+    if kind == "contra":
+        from codethinker.contra.tracer import Flow
+        from codethinker.contra.validate import prefix_score
+
+        return functools.partial(prefix_score, flow=Flow.from_json(truth))
+    from codethinker.rewards.codegen_switch import codegen_spec
+
+    return codegen_spec(kind).prefix_scorer(truth)
+
+
 class DBSAgentLoop(AgentLoopBase):
     def __init__(
         self,
@@ -101,13 +115,15 @@ class DBSAgentLoop(AgentLoopBase):
         final_stop: list[str] | None = None,
         max_rounds: int = 64,
         seed: int | None = None,
+        prefix_scorer: str = "contra",
         **kwargs: Any,
     ):
         kwargs.pop("name", None)
         super().__init__(*args, **kwargs)
         self.n_regular, self.n_dbs, self.max_rounds, self.seed = n_regular, n_dbs, max_rounds, seed
-        self.block_stop = list(block_stop or BLOCK_STOP)
-        self.final_stop = list(final_stop or FINAL_STOP)
+        self.prefix_scorer = prefix_scorer  # contra (the PRM on the truth's Flow) or a code-generation kind
+        self.block_stop = list(BLOCK_STOP if block_stop is None else block_stop)
+        self.final_stop = list(FINAL_STOP if final_stop is None else final_stop)  # [] (codegen): end of turn only
         self.response_length = self.rollout_config.response_length
         eot = self.tokenizer.convert_tokens_to_ids(END_OF_TURN)
         unk = getattr(self.tokenizer, "unk_token_id", None)
@@ -199,10 +215,7 @@ class DBSAgentLoop(AgentLoopBase):
             extra = {"dbs": 0, "dbs_tokens_generated": 0, "dbs_tokens_dropped": 0}
             return self._output(prompt_ids, self._end_turn(ids, ended), extra)
         if group["task"] is None:
-            from codethinker.contra.tracer import Flow
-            from codethinker.contra.validate import prefix_score
-
-            flow = Flow.from_json(kwargs["reward_model"]["ground_truth"])
+            scorer = prefix_scorer_for(self.prefix_scorer, kwargs["reward_model"]["ground_truth"])
             cfg = DBSConfig(
                 budget=self.n_dbs,
                 max_tokens=self.response_length,
@@ -215,9 +228,7 @@ class DBSAgentLoop(AgentLoopBase):
             trail = _IdTrail()
             group["trail"] = trail
             cont = functools.partial(self._continue, prompt_ids, dict(sampling_params), trail)
-            group["task"] = asyncio.ensure_future(
-                dbs_sample_async(cont, [""], [functools.partial(prefix_score, flow=flow)], cfg)
-            )
+            group["task"] = asyncio.ensure_future(dbs_sample_async(cont, [""], [scorer], cfg))
         [res] = await group["task"]
         j = k - self.n_regular
         group["taken"] += 1

@@ -1,0 +1,39 @@
+"""params.yaml's ``codegen_eval`` section (stage ``codegen_eval``: the code-generation policy on the held-out
+problems, docs/codegen.md "GRPO recipes") as a frozen dataclass for :func:`codethinker.config.load_config`.
+
+What it takes from other sections when it leaves it out (or null), in ``derive``: the seed from ``base.seed``,
+the reward (the prompt format the policy trained in) and ReflexiCoder's coefficients from ``grpo`` when
+``grpo.task`` is codegen, and the judge's limits from ``codegen``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from codethinker.config.grpo import GRPOConfig, judge_limits
+from codethinker.config.loader import ParamsFile, Section, fill, inline
+from codethinker.training.codegen_eval import CodegenEvalParams
+
+__all__ = ["CodegenEvalConfig"]
+
+
+@dataclass(frozen=True)
+class CodegenEvalConfig(Section):
+    SECTION: ClassVar[str] = "codegen_eval"
+    data: str = field(default="data/codegen/problems.jsonl", metadata={"help": "codegen_data's problems (heldout)"})
+    models: dict[str, str | None] = field(
+        default_factory=lambda: {"after_sft": "models/sft/merged", "after_grpo": "models/grpo/merged"},
+        metadata={"help": "phase -> model folder or hub id"},
+    )
+    params: CodegenEvalParams = field(
+        default_factory=CodegenEvalParams,
+        metadata=inline("the evaluation's settings (seed: base.seed; reward, reflexicoder: grpo's; judge: codegen's)"),
+    )
+
+    @classmethod
+    def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
+        grpo = params.section(GRPOConfig).params  # the prompt format the policy was trained in
+        reward = grpo.reward if grpo.task == "codegen" else "codegen_outcome"
+        values = {"seed": params.base.seed, "judge": judge_limits(params)}
+        return fill(raw, **values, reward=reward, reflexicoder=grpo.reflexicoder)

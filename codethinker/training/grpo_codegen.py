@@ -1,0 +1,140 @@
+"""GRPO on the code-generation task (``grpo.task: codegen``; docs/codegen.md "GRPO recipes"): the rows, the
+response budget, the batched reward of the local backend and verl's data.
+
+- :func:`load_codegen_rows`: codegen_data's training problems (``split`` train, ``data/codegen/problems.jsonl``)
+  as GRPO rows ``{"id", "source": "codegen", "prompt", "truth"}``: the prompt in the reward's format
+  (:meth:`~codethinker.rewards.codegen_switch.CodegenRewardSpec.prompt`), the truth the problem's JSON.
+- :func:`codegen_budget`: ``rollout.max_completion_tokens: auto`` = 1.25 x the longest reference solution of
+  the rows as an answer, twice for ReflexiCoder's at least two answers.
+- :class:`CodegenRewardFunc`: TRL's reward function; ONE judge call per batch (a step's completions);
+  per step the reward of the regular and the DBS samples, the pass rate and, for ReflexiCoder, the cycles.
+- :func:`write_codegen_data`: the rows in verl's parquet schema (``data_source`` ``leetcode_codegen``,
+  ``reward_model.ground_truth`` the problem's JSON, ``extra_info.reward``).
+
+>>> p = grpo_params({"task": "codegen", "reward": "reflexicoder"})  # doctest: +SKIP
+>>> rows, dropped = load_codegen_rows("data/codegen/problems.jsonl", None, p)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from codethinker.rewards.codegen_switch import CodegenScore, problem_of
+from codethinker.training.codegen_eval import read_problems, reference_budget
+from codethinker.training.grpo import GRPOParams, drop_long_prompts
+from codethinker.training.grpo_local import RewardFunc
+
+__all__ = [
+    "DATA_SOURCE",
+    "CodegenRewardFunc",
+    "codegen_budget",
+    "load_codegen_rows",
+    "reward_func",
+    "write_codegen_data",
+]
+
+DATA_SOURCE = "leetcode_codegen"  # verl's data_source of the code-generation rows
+
+
+def load_codegen_rows(
+    path: str | Path, model: str | Path | None, p: GRPOParams, split: str = "train"
+) -> tuple[list[dict[str, Any]], int]:
+    """GRPO rows of the problems of ``split`` (the first ``p.max_prompts``), prompts in the reward's format;
+    prompts longer than ``p.max_prompt_tokens`` of ``model`` are dropped (their count is returned too)."""
+    spec = p.reward_spec()
+    problems = read_problems(path, split)
+    if p.max_prompts:
+        problems = problems[: p.max_prompts]
+    rows = [
+        {"id": q.id, "source": "codegen", "prompt": spec.prompt(q), "truth": json.dumps(q.to_json())} for q in problems
+    ]
+    if not rows:
+        raise ValueError(f"{path}: no {split} problems (run the codegen_data stage)")
+    return drop_long_prompts(rows, model, p.max_prompt_tokens)
+
+
+def codegen_budget(p: GRPOParams, model: str | Path, rows: list[dict[str, Any]]) -> int:
+    """``rollout.max_completion_tokens: auto`` for the rows' problems (:func:`reference_budget`)."""
+    return reference_budget(model, [problem_of(r["truth"]) for r in rows], p.reward_spec().format)
+
+
+class CodegenRewardFunc(RewardFunc):
+    """TRL reward function of a code-generation kind: the completions of a call (one optimizer step's batch)
+    judged in one sandbox; :meth:`take` adds ``pass_rate``, ``answer_acc`` and (ReflexiCoder) ``cycles``."""
+
+    def __init__(self, p: GRPOParams):
+        self.spec = p.reward_spec()
+        self.config = None
+        self.__name__ = self.spec.kind
+        self._scores: list[tuple[str, Any, int]] = []
+        self._extra: list[CodegenScore] = []
+        self._seconds = 0.0
+
+    @classmethod
+    def from_params(cls, p: GRPOParams) -> CodegenRewardFunc:
+        return cls(p)
+
+    def __call__(
+        self,
+        prompts: list,
+        completions: list,
+        truth: list[str],
+        completion_ids: list | None = None,
+        rollout_kind: list[str] | None = None,
+        **_: Any,
+    ) -> list[float]:
+        t0 = time.perf_counter()
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        scored = self.spec.score_batch(texts, truth)
+        for i, s in enumerate(scored):
+            kind = rollout_kind[i] if rollout_kind else "regular"
+            n = len(completion_ids[i]) if completion_ids is not None else 0
+            self._scores.append((kind, s.score, n))
+            self._extra.append(s)
+        self._seconds += time.perf_counter() - t0
+        return [float(s.score.reward) for s in scored]
+
+    def take(self) -> dict[str, float]:
+        extra, self._extra = self._extra, []
+        out = super().take()
+        if extra:
+            n = len(extra)
+            out["pass_rate"] = sum(float(e.score.pass_rate or 0.0) for e in extra) / n
+            out["answer_acc"] = sum(e.score.answer_ok for e in extra) / n
+            if self.spec.format == "reflexion":
+                out["cycles"] = sum(e.cycles or 0 for e in extra) / n  # a broken response counts 0 cycles
+        return out
+
+
+def reward_func(p: GRPOParams) -> RewardFunc:
+    """The run's TRL reward function: :class:`CodegenRewardFunc` for ``grpo.task: codegen`` (the batched
+    judge), else :class:`~codethinker.training.grpo_local.RewardFunc`."""
+    return CodegenRewardFunc(p) if p.task == "codegen" else RewardFunc.from_params(p)
+
+
+def write_codegen_data(data: str | Path, out_dir: Path, p: GRPOParams) -> Path:
+    """The training problems as verl's parquet (``<out_dir>/codegen_train.<reward>.parquet``)."""
+    import pandas as pd
+
+    from codethinker.data.io import atomic_write
+
+    spec = p.reward_spec()
+    rows, _ = load_codegen_rows(data, None, p)
+    records = [
+        {
+            "data_source": DATA_SOURCE,
+            "prompt": r["prompt"],
+            "ability": "code",
+            "reward_model": {"style": "rule", "ground_truth": r["truth"]},
+            "extra_info": {"id": r["id"], "source": "codegen", "reward": spec.kind, "prompt_format": spec.format},
+        }
+        for r in rows
+    ]
+    path = Path(out_dir) / f"codegen_train.{spec.kind}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path, "wb") as fh:
+        pd.DataFrame(records).to_parquet(fh, index=False)
+    return path
