@@ -17,7 +17,7 @@ from codethinker.config.loader import ParamsFile, Section, fill, inline
 from codethinker.training.grpo import GRPOParams
 from codethinker.training.train_eval import EvalParams
 
-__all__ = ["TRAIN_EVAL_MODELS", "GRPOConfig", "TrainEvalConfig", "judge_limits", "trace_thoughts"]
+__all__ = ["TRAIN_EVAL_MODELS", "GRPOConfig", "TrainEvalConfig", "judge_limits", "reward_model_path", "trace_thoughts"]
 
 # train_eval's phases and their models (None: model.base)
 TRAIN_EVAL_MODELS: dict[str, str | None] = {
@@ -34,6 +34,13 @@ def judge_limits(params: ParamsFile) -> dict[str, Any]:
     from codethinker.config.codegen import CodegenConfig
 
     return asdict(params.section(CodegenConfig, missing_ok=True).judge)
+
+
+def reward_model_path(params: ParamsFile) -> str:
+    """Where the ``reward_model`` stage saves the CRPL reward model (``recode.out``): CG-GRPO's R_proc."""
+    from codethinker.config.recode import RecodeConfig
+
+    return params.section(RecodeConfig, missing_ok=True).out
 
 
 def trace_thoughts(params: ParamsFile) -> bool:
@@ -59,7 +66,7 @@ class GRPOConfig(Section):
     @classmethod
     def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
         values = {"seed": params.base.seed, "init": params.policy, "trace_thoughts": trace_thoughts(params)}
-        return fill(raw, **values, judge=judge_limits(params))
+        return fill(raw, **values, judge=judge_limits(params), reward_model=reward_model_path(params))
 
     @property
     def train_data(self) -> str:

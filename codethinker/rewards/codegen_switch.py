@@ -6,9 +6,9 @@
 - ``reflexicoder``: ReflexiCoder's composite reward (:mod:`codethinker.rewards.reflexicoder`) on every
   answer's pass rate; the problem's statement followed by :data:`~codethinker.codegen.reflexion.FORMAT_PROMPT`.
 - ``cg_grpo`` / ``cg_grpo_ungated``: ReCode's CG-GRPO, ``R_fmt + R_out + [R_out = 1] R_proc`` (gated) or the
-  ungated sum, with ``R_proc`` from the trained reward model: the hook :func:`_recode_rewards` imports
-  ``codethinker.rewards.recode`` when it is first called (that module and the ``reward_model`` stage come from
-  another branch of issue 14).
+  ungated sum (:mod:`codethinker.rewards.recode`), with ``R_proc`` the sigmoid of the CRPL reward model's
+  score (the ``reward_model`` stage's ``models/reward_model``); ReCode's prompt and format (``<think>`` then
+  ``<answer>``, :func:`~codethinker.codegen.crpl.recode_prompt`).
 
 Every kind judges all programs of a batch in ONE sandbox (:func:`~codethinker.codegen.judge.judge_programs`).
 A ground truth is the problem as JSON (:meth:`CodegenProblem.to_json`), in the GRPO rows' ``truth`` and in
@@ -34,15 +34,18 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from codethinker.codegen.answer import defines_entry, extract_program, parses
+from codethinker.codegen.crpl import recode_prompt
 from codethinker.codegen.judge import JudgeLimits, judge_programs
 from codethinker.codegen.reflexion import FORMAT_PROMPT, parse_response
 from codethinker.codegen.task import ASK, CodegenProblem
 from codethinker.config.loader import from_mapping
 from codethinker.evaluation.codegen import PY_TAGS, fenced_blocks
 from codethinker.rewards.codegen import format_score, outcome_score
+from codethinker.rewards.recode import ProcessRewardModel, cg_scores, recode_program
 from codethinker.rewards.reflexicoder import ReflexiConfig, reflexicoder_score
 from codethinker.rewards.score import Score
 
@@ -63,8 +66,8 @@ CODEGEN_REWARDS = ("codegen_outcome", "reflexicoder", "cg_grpo", "cg_grpo_ungate
 FORMATS = {  # the prompt format of each kind
     "codegen_outcome": "codegen",
     "reflexicoder": "reflexion",
-    "cg_grpo": "codegen",
-    "cg_grpo_ungated": "codegen",
+    "cg_grpo": "recode",
+    "cg_grpo_ungated": "recode",
 }
 CODE_BLOCK_STOP = ("\n\n",)  # DBS: a reasoning paragraph or a group of code lines ends
 REFLEXION_BLOCK_STOP = ("</answer>",)  # DBS: one answer of the reflect-and-revise trajectory ends
@@ -154,31 +157,47 @@ def _reflexicoder(spec: CodegenRewardSpec, completions: Sequence[str], problems:
 def _recode_rewards(
     spec: CodegenRewardSpec, completions: Sequence[str], problems: Sequence[CodegenProblem], gated: bool
 ) -> list:
-    """HOOK for ReCode's CG-GRPO (``cg_grpo``, ``cg_grpo_ungated``). The outcome and format come from the
-    judge as for ``codegen_outcome``; ``R_proc`` from ``codethinker.rewards.recode`` (expected interface:
-    ``load_reward_model(path=None)`` -> an object whose ``score(prompts, completions)`` returns one float per
-    pair, and ``cg_grpo_reward(r_out, fmt_ok, r_proc, gated)`` -> the total). Adjust only this function when
-    that module's names differ."""
-    try:
-        from codethinker.rewards import recode  # type: ignore[attr-defined]
-    except ModuleNotFoundError as exc:
-        if exc.name != "codethinker.rewards.recode":
-            raise
-        raise RuntimeError(
-            f"grpo.reward={spec.kind} needs ReCode's reward (codethinker/rewards/recode.py) and the trained reward "
-            "model of the `reward_model` stage (models/reward_model): run `dvc repro reward_model` on a branch that "
-            "has them, or choose grpo.reward: codegen_outcome | reflexicoder"
-        ) from None
-    base = _outcome(spec, completions, problems)
-    model = recode.load_reward_model()
-    r_proc = model.score([p.prompt for p in problems], list(completions))
-    out = []
-    for b, rp in zip(base, r_proc, strict=True):
-        s = b.score
-        total = float(recode.cg_grpo_reward(s.r_res, bool(s.fmt), float(rp), gated))
-        paid = total - s.reward
-        out.append(CodegenScore(Score(s.fmt, paid, s.r_res, total, 0.0, s.answer_ok, s.reason, pass_rate=s.pass_rate)))
-    return out
+    """ReCode's CG-GRPO (``cg_grpo``) and its ungated ablation: the judge runs each completion's
+    ``<answer>`` program, the CRPL reward model (``spec.reward_model``, the ``reward_model`` stage's output)
+    scores each (ReCode prompt, completion), :func:`~codethinker.rewards.recode.cg_scores` adds them up."""
+    verdicts = judge_programs(problems, [recode_program(c) for c in completions], spec.limits)
+    rm_scores = _process_model(spec.reward_model).score([recode_prompt(p) for p in problems], list(completions))
+    scores = cg_scores(completions, problems, verdicts, rm_scores, gated=gated)
+    return [CodegenScore(s) for s in scores]
+
+
+@functools.lru_cache(maxsize=2)
+def _process_model(path: str) -> Any:
+    """The CRPL reward model at ``path``, loaded once per process (a clear error when it was not trained)."""
+    if not (Path(path) / "config.json").is_file():
+        raise FileNotFoundError(
+            f"grpo.reward cg_grpo needs the CRPL reward model in {path} (run `dvc repro reward_model`)"
+        )
+    return ProcessRewardModel(path)
+
+
+def recode_prefix_score(prefix: str, problem: CodegenProblem) -> float:
+    """1.0 while ``prefix`` can still become a ReCode response (``<think>`` reasoning, then one well-formed
+    answer block in ``<answer>``), else 0.0.
+
+    >>> p = CodegenProblem("add", 1, "Easy", "v0.2.0", "Add one.", "", "", "Solution().add", ("assert 1",))
+    >>> recode_prefix_score("<think>Add one.\\n\\n", p), recode_prefix_score("Sure! <think>", p)
+    (1.0, 0.0)
+    """
+    text = prefix.lstrip()
+    if not text.startswith("<think>"):
+        return 1.0 if "<think>".startswith(text) else 0.0
+    if any(text.count(tag) > 1 for tag in ("<think>", "</think>", "<answer>", "</answer>")):
+        return 0.0
+    if "<answer>" not in text:
+        if "</think>" not in text:
+            return 1.0
+        think, rest = text.split("</think>", 1)
+        return 1.0 if think.removeprefix("<think>").strip() and "<answer>".startswith(rest.strip()) else 0.0
+    think, answer = text.split("<answer>", 1)
+    if "</think>" not in think or not think.split("</think>")[0].removeprefix("<think>").strip():
+        return 0.0
+    return code_prefix_score(answer.split("</answer>")[0], problem)
 
 
 # kind -> its batched score (the registry: a new code-generation reward is one entry here and in FORMATS)
@@ -197,6 +216,9 @@ class CodegenRewardSpec:
     kind: str = field(default="codegen_outcome", metadata={"help": " | ".join(CODEGEN_REWARDS)})
     reflexicoder: dict[str, Any] = field(default_factory=dict, metadata={"help": "ReflexiConfig fields"})
     judge: dict[str, Any] = field(default_factory=dict, metadata={"help": "JudgeLimits fields (codegen.*)"})
+    reward_model: str = field(
+        default="models/reward_model", metadata={"help": "cg_grpo: the CRPL reward model (recode.out)"}
+    )
     task: str = "codegen"
 
     def __post_init__(self) -> None:
@@ -211,7 +233,8 @@ class CodegenRewardSpec:
 
     @property
     def format(self) -> str:
-        """The prompt format: ``codegen`` (one fenced block) or ``reflexion`` (ReflexiCoder's layout)."""
+        """The prompt format: ``codegen`` (one fenced block), ``reflexion`` (ReflexiCoder's layout) or
+        ``recode`` (``<think>`` then ``<answer>``)."""
         return FORMATS[self.kind]
 
     @property
@@ -232,11 +255,13 @@ class CodegenRewardSpec:
         if self.format == "reflexion":
             statement = problem.prompt.removesuffix(ASK).rstrip()
             return [{"role": "user", "content": f"{statement}\n\n{FORMAT_PROMPT}"}]
+        if self.format == "recode":
+            return [{"role": "user", "content": recode_prompt(problem)}]
         return [{"role": "user", "content": problem.prompt}]
 
     def prefix_scorer(self, truth: str) -> Callable[[str], float]:
         """DBS's scorer of a prefix for the problem ``truth`` (its JSON)."""
-        fn = reflexion_prefix_score if self.format == "reflexion" else code_prefix_score
+        fn = {"reflexion": reflexion_prefix_score, "recode": recode_prefix_score}.get(self.format, code_prefix_score)
         return functools.partial(fn, problem=problem_of(truth))
 
     def score_batch(self, completions: Sequence[str], truths: Sequence[Any]) -> list[CodegenScore]:
@@ -251,15 +276,21 @@ class CodegenRewardSpec:
         out: dict[str, Any] = {"reward": self.kind}
         if self.kind == "reflexicoder" and self.reflexicoder:
             out["reflexicoder"] = dict(self.reflexicoder)
+        if self.format == "recode":
+            out["reward_model"] = self.reward_model
         judge = {k: v for k, v in asdict(self.limits).items() if v is not None}
         return {**out, "judge": judge}
 
 
 def codegen_spec(
-    kind: str, reflexicoder: Mapping[str, Any] | None = None, judge: Mapping[str, Any] | None = None
+    kind: str,
+    reflexicoder: Mapping[str, Any] | None = None,
+    judge: Mapping[str, Any] | None = None,
+    reward_model: str | None = None,
 ) -> CodegenRewardSpec:
     """A checked :class:`CodegenRewardSpec` (``ValueError`` naming the key when a setting is wrong)."""
-    return CodegenRewardSpec(kind, dict(reflexicoder or {}), dict(judge or {}))
+    rm = {"reward_model": str(reward_model)} if reward_model else {}
+    return CodegenRewardSpec(kind, dict(reflexicoder or {}), dict(judge or {}), **rm)
 
 
 def compute_score(
@@ -270,6 +301,7 @@ def compute_score(
     reward: str | None = None,
     reflexicoder: Mapping[str, Any] | None = None,
     judge: Mapping[str, Any] | None = None,
+    reward_model: str | None = None,
 ) -> dict[str, Any]:
     """verl's reward of one response for a code-generation kind: ``score`` and its parts (``pass_rate``;
     ``cycles`` for ReflexiCoder). Settings from the keywords, else from ``extra_info``."""
@@ -278,6 +310,7 @@ def compute_score(
         reward or info.get("reward") or "codegen_outcome",
         reflexicoder if reflexicoder is not None else info.get("reflexicoder"),
         judge if judge is not None else info.get("judge"),
+        reward_model or info.get("reward_model"),
     )
     [out] = spec.score_batch([solution_str], [ground_truth])
     result: dict[str, Any] = {k: out.score[k] for k in _VERL_KEYS}

@@ -143,6 +143,10 @@ class GRPOParams:
         default_factory=dict,
         metadata={"help": "task codegen: the judge's limits (test_timeout_s, setup_timeout_s, memory_mb, workers)"},
     )
+    reward_model: str = field(
+        default="models/reward_model",
+        metadata={"help": "reward cg_grpo / cg_grpo_ungated: the CRPL reward model (the reward_model stage's out)"},
+    )
     crm: dict[str, Any] = field(
         default_factory=dict, metadata={"help": "CRM switches: prm, prefix, gate, orm, ccw, alpha (reward crm)"}
     )
@@ -167,7 +171,7 @@ class GRPOParams:
         if self.task == "codegen":
             from codethinker.rewards.codegen_switch import codegen_spec
 
-            return codegen_spec(self.reward, self.reflexicoder, self.judge)
+            return codegen_spec(self.reward, self.reflexicoder, self.judge, self.reward_model)
         from codethinker.rewards.switch import reward_spec
 
         return reward_spec(self.reward, self.crm, self.whitebox)

@@ -1,19 +1,23 @@
 """The code-generation reward switch (grpo.task: codegen): each kind's batched score with the real sandbox
-judge on tiny programs (one judge call per batch), the DBS prefix scores, the CG-GRPO hook, verl's
-compute_score for the new kinds, and the task/reward validation of grpo's params."""
+judge on tiny programs (one judge call per batch), the DBS prefix scores, CG-GRPO (its gate, prompt and
+reward model path), verl's compute_score for the new kinds, and the task/reward validation of grpo's params."""
 
 from __future__ import annotations
 
 import json
-import sys
-import types
 
 import pytest
 
+from codethinker.codegen.crpl import recode_prompt
 from codethinker.codegen.reflexion import FORMAT_PROMPT, render_response
 from codethinker.codegen.task import ASK, CodegenProblem
 from codethinker.rewards import codegen_switch, verl_reward
-from codethinker.rewards.codegen_switch import code_prefix_score, codegen_spec, reflexion_prefix_score
+from codethinker.rewards.codegen_switch import (
+    code_prefix_score,
+    codegen_spec,
+    recode_prefix_score,
+    reflexion_prefix_score,
+)
 from codethinker.rewards.switch import compute_score
 from codethinker.training.grpo import check_task_reward, grpo_params
 
@@ -105,31 +109,61 @@ class TestReflexiCoderKind:
         assert judge_calls == [5]
 
 
-class TestCgGrpoHook:
-    def test_missing_module_names_the_stage(self, monkeypatch):
-        monkeypatch.setitem(sys.modules, "codethinker.rewards.recode", None)  # import fails like an absent file
-        with pytest.raises(RuntimeError, match=r"codethinker/rewards/recode.py.*`reward_model` stage"):
-            codegen_spec("cg_grpo", judge=LIMITS).score_batch([fenced(GOOD)], [TRUTH])
+def recode(code: str) -> str:
+    return f"<think>Add one to x.</think>\n<answer>\n```python\n{code}```\n</answer>"
 
-    @pytest.mark.parametrize(("kind", "want"), [("cg_grpo", [2.5, 1.0, 0.0]), ("cg_grpo_ungated", [2.5, 1.5, 0.5])])
-    def test_gated_and_ungated_through_the_hook(self, monkeypatch, kind, want):
-        fake = types.ModuleType("codethinker.rewards.recode")
+
+class TestCgGrpo:
+    """The real judge and the real gate; the reward model is a stand-in with a fixed logit (the trained one is
+    tested in tests/rewards/test_recode.py), so the expected totals are hand-computed: sigmoid(0) = 0.5."""
+
+    @pytest.fixture
+    def rm(self, monkeypatch):
+        seen: list = []
 
         class _RM:
             def score(self, prompts, completions):
-                assert prompts == [PROBLEM.prompt] * len(completions)
-                return [0.5] * len(completions)
+                seen.append((prompts, completions))
+                return [0.0] * len(completions)
 
-        def cg_grpo_reward(r_out, fmt_ok, r_proc, gated):
-            return float(fmt_ok) + r_out + (r_proc if (r_out == 1.0 or not gated) else 0.0)
+        monkeypatch.setattr(codegen_switch, "_process_model", lambda path: _RM())
+        return seen
 
-        fake.load_reward_model = lambda path=None: _RM()
-        fake.cg_grpo_reward = cg_grpo_reward
-        monkeypatch.setitem(sys.modules, "codethinker.rewards.recode", fake)
-        monkeypatch.setattr("codethinker.rewards.recode", fake, raising=False)
-        scored = codegen_spec(kind, judge=LIMITS).score_batch([fenced(GOOD), fenced(WRONG), "junk"], [TRUTH] * 3)
+    @pytest.mark.parametrize(("kind", "want"), [("cg_grpo", [2.5, 1.0, 0.0]), ("cg_grpo_ungated", [2.5, 1.5, 0.5])])
+    def test_gated_and_ungated(self, rm, kind, want):
+        # right program: R_fmt 1 + R_out 1 + R_proc 0.5; wrong program in the format: 1 + 0 (+ 0.5 ungated);
+        # junk: 0 + 0 (+ 0.5 ungated)
+        scored = codegen_spec(kind, judge=LIMITS).score_batch([recode(GOOD), recode(WRONG), "junk"], [TRUTH] * 3)
         assert [s.score.reward for s in scored] == want
         assert [s.score.r_proc for s in scored] == [w - b for w, b in zip(want, [2.0, 1.0, 0.0], strict=True)]
+        assert rm[0][0] == [recode_prompt(PROBLEM)] * 3  # the reward model reads ReCode's prompt
+
+    def test_the_policy_sees_recodes_prompt(self):
+        assert codegen_spec("cg_grpo").prompt(PROBLEM) == [{"role": "user", "content": recode_prompt(PROBLEM)}]
+
+    def test_an_untrained_reward_model_names_the_stage(self, tmp_path):
+        spec = codegen_spec("cg_grpo", judge=LIMITS, reward_model=str(tmp_path / "none"))
+        with pytest.raises(FileNotFoundError, match=r"dvc repro reward_model"):
+            spec.score_batch([recode(GOOD)], [TRUTH])
+
+    def test_verl_gets_the_reward_model_path(self):
+        assert codegen_spec("cg_grpo", reward_model="rm/dir").kwargs()["reward_model"] == "rm/dir"
+        assert "reward_model" not in codegen_spec("codegen_outcome").kwargs()
+
+    def test_recode_prefixes(self):
+        assert [
+            recode_prefix_score(t, PROBLEM)
+            for t in (
+                "<thi",
+                "<think>Plan.\n\n",
+                "<think>Plan.</think>\n<ans",
+                "<think>Plan.</think>\n<answer>\n```python\nclass Solution:\n",
+            )
+        ] == [1.0, 1.0, 1.0, 1.0]
+        assert [
+            recode_prefix_score(t, PROBLEM)
+            for t in ("Sure, <think>", "<think></think><answer>", "<think>a</think>b", "<think>a<think>")
+        ] == [0.0, 0.0, 0.0, 0.0]
 
 
 class TestPrefixScores:
