@@ -28,6 +28,7 @@ RECIPES = {  # grpo.reward -> the row's label
     "codegen_outcome": "outcome-only GRPO (R_fmt + R_out)",
     "cg_grpo": "CG-GRPO (ReCode, gated R_proc)",
     "cg_grpo_ungated": "CG-GRPO, ungated",
+    "recode_outcome": "outcome-only GRPO, ReCode's format",
     "reflexicoder": "ReflexiCoder",
 }
 COLUMNS = (("pass1", "pass@1"), ("tokens", "tokens / answer"), ("fmt_rate", "format-valid"), ("cycles", "cycles"))

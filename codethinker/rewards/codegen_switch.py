@@ -8,7 +8,8 @@
 - ``cg_grpo`` / ``cg_grpo_ungated``: ReCode's CG-GRPO, ``R_fmt + R_out + [R_out = 1] R_proc`` (gated) or the
   ungated sum (:mod:`codethinker.rewards.recode`), with ``R_proc`` the sigmoid of the CRPL reward model's
   score (the ``reward_model`` stage's ``models/reward_model``); ReCode's prompt and format (``<think>`` then
-  ``<answer>``, :func:`~codethinker.codegen.crpl.recode_prompt`).
+  ``<answer>``, :func:`~codethinker.codegen.crpl.recode_prompt`). ``recode_outcome``: that format with
+  ``R_fmt + R_out`` only (outcome-only GRPO in ReCode's format; ``codegen_eval`` scores CG-GRPO policies so).
 
 Every kind judges all programs of a batch in ONE sandbox (:func:`~codethinker.codegen.judge.judge_programs`).
 A ground truth is the problem as JSON (:meth:`CodegenProblem.to_json`), in the GRPO rows' ``truth`` and in
@@ -45,7 +46,7 @@ from codethinker.codegen.task import ASK, CodegenProblem
 from codethinker.config.loader import from_mapping
 from codethinker.evaluation.codegen import PY_TAGS, fenced_blocks
 from codethinker.rewards.codegen import format_score, outcome_score
-from codethinker.rewards.recode import ProcessRewardModel, cg_scores, recode_program
+from codethinker.rewards.recode import ProcessRewardModel, cg_scores, recode_format, recode_program
 from codethinker.rewards.reflexicoder import ReflexiConfig, reflexicoder_score
 from codethinker.rewards.score import Score
 
@@ -62,12 +63,13 @@ __all__ = [
 ]
 
 TASKS = ("reasoning", "codegen")
-CODEGEN_REWARDS = ("codegen_outcome", "reflexicoder", "cg_grpo", "cg_grpo_ungated")
+CODEGEN_REWARDS = ("codegen_outcome", "reflexicoder", "cg_grpo", "cg_grpo_ungated", "recode_outcome")
 FORMATS = {  # the prompt format of each kind
     "codegen_outcome": "codegen",
     "reflexicoder": "reflexion",
     "cg_grpo": "recode",
     "cg_grpo_ungated": "recode",
+    "recode_outcome": "recode",
 }
 CODE_BLOCK_STOP = ("\n\n",)  # DBS: a reasoning paragraph or a group of code lines ends
 REFLEXION_BLOCK_STOP = ("</answer>",)  # DBS: one answer of the reflect-and-revise trajectory ends
@@ -166,6 +168,22 @@ def _recode_rewards(
     return [CodegenScore(s) for s in scores]
 
 
+def _recode_outcome(spec: CodegenRewardSpec, completions: Sequence[str], problems: Sequence[CodegenProblem]) -> list:
+    """``recode_outcome``: ReCode's format and ``R_fmt + R_out`` without the reward model (outcome-only GRPO
+    in that format, and how ``codegen_eval`` measures a CG-GRPO policy: the reward model trains, not scores)."""
+    verdicts = judge_programs(problems, [recode_program(c) for c in completions], spec.limits)
+    out = []
+    for c, p, v in zip(completions, problems, verdicts, strict=True):
+        (fmt_ok, why), o = recode_format(c, p.entry_point), outcome_score(c, p, v)
+        reward = float(fmt_ok) + o.r_res
+        out.append(
+            CodegenScore(
+                Score(int(fmt_ok), 0.0, o.r_res, reward, 0.0, o.answer_ok, why or o.reason, pass_rate=o.pass_rate)
+            )
+        )
+    return out
+
+
 @functools.lru_cache(maxsize=2)
 def _process_model(path: str) -> Any:
     """The CRPL reward model at ``path``, loaded once per process (a clear error when it was not trained)."""
@@ -206,6 +224,7 @@ SCORERS: dict[str, Callable[[CodegenRewardSpec, Sequence[str], Sequence[CodegenP
     "reflexicoder": _reflexicoder,
     "cg_grpo": functools.partial(_recode_rewards, gated=True),
     "cg_grpo_ungated": functools.partial(_recode_rewards, gated=False),
+    "recode_outcome": _recode_outcome,
 }
 
 

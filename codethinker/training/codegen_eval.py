@@ -62,11 +62,12 @@ class CodegenEvalParams:
 
     def spec(self) -> Any:
         """The reward the answers are scored with: ReflexiCoder's for a ReflexiCoder policy, else the outcome
-        reward (the prompt format of the trained reward either way)."""
+        reward in the prompt format the policy trained in (ReCode's for CG-GRPO: its reward model trains, it
+        does not measure)."""
         from codethinker.rewards.codegen_switch import codegen_spec
 
         trained = codegen_spec(self.reward, self.reflexicoder, self.judge)
-        kind = "reflexicoder" if trained.format == "reflexion" else "codegen_outcome"
+        kind = {"reflexion": "reflexicoder", "recode": "recode_outcome"}.get(trained.format, "codegen_outcome")
         return codegen_spec(kind, self.reflexicoder, self.judge)
 
     def kv_params(self) -> Any:

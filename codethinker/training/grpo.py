@@ -133,7 +133,8 @@ class GRPOParams:
         metadata={
             "help": "task reasoning: crm (CodeThinker: ConTra prompt, CRM) | orm (CodeReasoner: vanilla prompt, "
             "outcome reward) | whitebox (ExecVerify: white-box questions), the baselines sample without DBS; task "
-            "codegen: codegen_outcome (R_fmt + R_out) | reflexicoder | cg_grpo | cg_grpo_ungated (ReCode)"
+            "codegen: codegen_outcome (R_fmt + R_out) | reflexicoder | cg_grpo | cg_grpo_ungated | recode_outcome "
+            "(ReCode)"
         },
     )
     reflexicoder: dict[str, Any] = field(

@@ -138,6 +138,25 @@ class TestCgGrpo:
         assert [s.score.r_proc for s in scored] == [w - b for w, b in zip(want, [2.0, 1.0, 0.0], strict=True)]
         assert rm[0][0] == [recode_prompt(PROBLEM)] * 3  # the reward model reads ReCode's prompt
 
+    def test_recode_outcome_is_the_format_and_the_outcome_without_the_model(self, rm):
+        # right: 1 + 1; wrong program in the format: 1 + 0; junk: 0 + 0; the reward model is never asked
+        scored = codegen_spec("recode_outcome", judge=LIMITS).score_batch(
+            [recode(GOOD), recode(WRONG), "junk"], [TRUTH] * 3
+        )
+        assert [s.score.reward for s in scored] == [2.0, 1.0, 0.0]
+        assert [s.score.r_proc for s in scored] == [0.0, 0.0, 0.0] and rm == []
+
+    def test_codegen_eval_scores_a_cg_grpo_policy_in_recodes_format_without_the_model(self):
+        from codethinker.training.codegen_eval import CodegenEvalParams
+
+        for trained, measured in [
+            ("cg_grpo", "recode_outcome"),
+            ("cg_grpo_ungated", "recode_outcome"),
+            ("codegen_outcome", "codegen_outcome"),
+            ("reflexicoder", "reflexicoder"),
+        ]:
+            assert CodegenEvalParams(reward=trained).spec().kind == measured
+
     def test_the_policy_sees_recodes_prompt(self):
         assert codegen_spec("cg_grpo").prompt(PROBLEM) == [{"role": "user", "content": recode_prompt(PROBLEM)}]
 

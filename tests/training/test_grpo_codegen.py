@@ -218,9 +218,18 @@ def test_codegen_eval_reports_pass1_tokens_and_cycles(monkeypatch, problems_json
     # problem 1: a valid trajectory whose last answer passes (1 cycle, 10 tokens); problem 2: one block (F = 0)
     assert (g["pass1"], g["fmt_rate"], g["tokens"], g["cycles"], g["n"]) == (0.5, 0.5, 15.0, 0.5, 2)
     assert out["after_sft"] == {"missing": 1.0}
-    p = CodegenEvalParams(reward="cg_grpo", judge=LIMITS, max_tokens=64)  # scored with the outcome reward
+    recode = f"<think>Add one.</think>\n<answer>\n```python\n{GOOD}```\n</answer>"
+    monkeypatch.setattr(
+        "codethinker.training.train_eval.open_eval_engine", lambda path, p, seqs: _Engine([recode, fenced(GOOD)])
+    )
+    p = CodegenEvalParams(reward="cg_grpo", judge=LIMITS, max_tokens=64)  # ReCode's format, no reward model
     out = run_codegen_eval({"after_grpo": str(model)}, heldout, p)
-    # the outcome reward judges each response's last Python block: both pass (the trajectory's format is not
-    # one block, so only the second is format-valid)
+    # both programs pass; only the first answer is in ReCode's <think>/<answer> format
     g = out["after_grpo"]
-    assert (out["scored_with"], g["pass1"], g["fmt_rate"]) == ("codegen_outcome", 1.0, 0.5) and "cycles" not in g
+    assert (out["scored_with"], out["prompt_format"], g["pass1"], g["fmt_rate"]) == (
+        "recode_outcome",
+        "recode",
+        1.0,
+        0.5,
+    )
+    assert "cycles" not in g
