@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from codethinker.config.loader import ParamsFile
+from codethinker.config.loader import ModelConfig, ParamsFile
 from codethinker.preflight.probes import Probes
 
 __all__ = ["CheckResult", "PlannedCheck", "is_hub_id", "policy", "section", "trainer_section"]
@@ -79,11 +79,15 @@ def trainer_section(params: ParamsFile, name: str) -> Any:
 
 def policy(params: ParamsFile) -> str:
     """The policy the training starts from: ``sft.model``, which is ``model.base`` when not set
-    (:attr:`ParamsFile.policy`); "" when params.yaml has neither an ``sft`` nor a ``model`` section."""
+    (:attr:`ParamsFile.policy`); "" when params.yaml names neither (no ``model`` section, and
+    ``sft.model`` unset or the fallback :data:`~codethinker.config.POLICY`)."""
+    model = section(params, ModelConfig)
+    named = model.base if model is not None else None
     sft = trainer_section(params, "sft")
-    if sft is not None:
-        return str(sft.model or "")
-    return params.policy if "model" in params.data else ""
+    trained = sft.model if sft is not None else None
+    if trained and (named or trained != params.policy):
+        return str(trained)
+    return named or ""
 
 
 def _made_by_stages(params: ParamsFile) -> list[str]:
