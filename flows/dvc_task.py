@@ -3,7 +3,9 @@
 - :func:`dvc_stage`: ``dvc --wait-for-lock repro --single-item <stage>`` (DVC decides what is
   stale; its repo lock serializes the stages of one workspace), holding a slot of the global
   concurrency limit ``codethinker-gpu`` for GPU stages; its output followed into the task log
-  and a markdown artifact of the stage's metrics.
+  and a markdown artifact of the stage's metrics. Nothing is read from DVC's messages: whether
+  the stage was skipped is ``dvc status --json <stage>`` before the run, and the processes that
+  kept it busy are those DVC's lock file ``.dvc/tmp/rwlock`` records on its deps and outs.
 - :func:`ensure_gpu_limit`: the limit, made when missing; leaked slots freed when told.
 - :func:`local_flows_guard` and :func:`flow_run_registry`: flows killed on this machine do not
   leave GPU slots or ``Running`` flow runs behind.
@@ -33,7 +35,8 @@ from prefect.concurrency.sync import concurrency
 from prefect.runtime import task_run as runtime_task_run
 
 from codethinker.errors import CodethinkerError
-from codethinker.ops.dvc_api import StageSpec
+from codethinker.ops.dvc_api import StageSpec, rwlock_holders, stage_up_to_date
+from codethinker.ops.dvcfile import declared
 from codethinker.ops.procs import pid_alive, process_alive, process_key
 from codethinker.params import flatten
 
@@ -169,13 +172,25 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60] or "stage"
 
 
-def _run_dvc(name: str, root: str, env: dict[str, str], force: bool, logger: Any) -> tuple[int, list[str], bool]:
+def _lock_paths(name: str, root: str) -> tuple[list[str], list[str]]:
+    """(deps, outs of every kind) of stage ``name``: the paths DVC locks to read and to write."""
+    deps = declared(name, root, ("deps",)).get("deps", [])
+    return deps, [p for paths in declared(name, root).values() for p in paths]
+
+
+def _live(pids: set[int]) -> set[int]:
+    """The running ones of ``pids`` (DVC drops a dead holder's entries itself when it meets them)."""
+    return {p for p in pids if pid_alive(p)}
+
+
+def _run_dvc(name: str, root: str, env: dict[str, str], force: bool, logger: Any) -> tuple[int, list[str], set[int]]:
     """Run ``dvc repro --single-item name``; its output goes to a log file the task follows.
 
     A file, not a pipe: when the flow process is SIGKILLed, the ``dvc`` process and the stage
     keep a place to write, finish the stage and record it in dvc.lock (a pipe would break under
     them at their next line of output). The logs of all runs of a stage accumulate in
-    ``.dvc/tmp/flow-logs/<stage>.log``.
+    ``.dvc/tmp/flow-logs/<stage>.log``. Also returned: the other processes DVC's rwlock recorded
+    on the stage's deps and outs while it ran (:func:`rwlock_holders`, read before and while it runs).
     """
     cmd = [sys.executable, "-m", "dvc", "--wait-for-lock", "repro", "--single-item", name]
     if force:
@@ -186,7 +201,8 @@ def _run_dvc(name: str, root: str, env: dict[str, str], force: bool, logger: Any
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{_slug(name)}.log"
     tail: deque[str] = deque(maxlen=40)
-    skipped = False
+    reads, writes = _lock_paths(name, root)
+    holders = _live(rwlock_holders(root, reads, writes))
     # append mode (O_APPEND): a stage left running by a killed flow may still write to this file
     with log_path.open("ab") as out, log_path.open("r", errors="replace") as follow:
         follow.seek(0, os.SEEK_END)
@@ -194,6 +210,7 @@ def _run_dvc(name: str, root: str, env: dict[str, str], force: bool, logger: Any
         partial = ""
         while True:
             done = proc.poll() is not None
+            holders |= _live(rwlock_holders(root, reads, writes) - {proc.pid})
             chunk = follow.read()
             if chunk:
                 lines = (partial + chunk).split("\n")
@@ -201,7 +218,6 @@ def _run_dvc(name: str, root: str, env: dict[str, str], force: bool, logger: Any
                 for line in lines:
                     line = line.rstrip()
                     tail.append(line)
-                    skipped = skipped or "didn't change, skipping" in line
                     logger.info("%s", line)
             elif done:
                 break
@@ -210,14 +226,7 @@ def _run_dvc(name: str, root: str, env: dict[str, str], force: bool, logger: Any
         if partial.strip():
             tail.append(partial.rstrip())
             logger.info("%s", partial.rstrip())
-    return proc.returncode, list(tail), skipped
-
-
-def _blocking_pids(lines: list[str]) -> list[int]:
-    text = "\n".join(lines)
-    if "is busy, it is being blocked by" not in text:
-        return []
-    return sorted({int(p) for p in re.findall(r"\(PID (\d+)\)", text)})
+    return proc.returncode, list(tail), holders
 
 
 @task(name="dvc-stage", cache_policy=NO_CACHE, persist_result=False)
@@ -245,8 +254,9 @@ def dvc_stage(
         if gpu_limit:
             logger.info("holding a slot of %s", gpu_limit)
         while True:
-            rc, tail, skipped = _run_dvc(spec.name, root, env, force, logger)
-            blockers = _blocking_pids(tail) if rc else []
+            up_to_date = not force and stage_up_to_date(spec.name, root, env) is True
+            rc, tail, holders = _run_dvc(spec.name, root, env, force, logger)
+            blockers = sorted(holders) if rc else []
             if not blockers:
                 break
             # a stage left running by a killed flow (its dvc process still holds the outputs'
@@ -266,7 +276,7 @@ def dvc_stage(
         )
     return {
         "stage": spec.name,
-        "status": "skipped" if skipped else "ran",
+        "status": "skipped" if up_to_date and rc == 0 else "ran",
         "attempts": attempt,
         "seconds": seconds,
         "metrics": metrics,

@@ -56,9 +56,10 @@ from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.tasks import exponential_backoff
 
+from codethinker.config.loader import ParamsFile
 from codethinker.errors import CodethinkerError, error_line
 from codethinker.ops.runs import pipeline_run
-from codethinker.params import ParamsError, load_params, resolve_params
+from codethinker.params import ParamsError, load_params
 from codethinker.preflight import format_report, plan_checks, run_preflight
 from codethinker.tracking import StageRun, tracking_uri
 from flows.dag import StageSpec, apply_overrides, classify, read_dag, select
@@ -111,7 +112,7 @@ def run_preflight_step(params_file: Path, sections: list[str], logger: Any) -> l
     probe, else nothing (a log line). :class:`PreflightFailed` when a check fails or the params
     do not resolve."""
     try:
-        planned = plan_checks(resolve_params(load_params(params_file)), params_file.parent, sections)
+        planned = plan_checks(ParamsFile.read(params_file), params_file.parent, sections)
     except ParamsError as exc:
         raise PreflightFailed(f"preflight: {exc}") from None
     if not any(c.probe is not None for c in planned):

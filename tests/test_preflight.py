@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from codethinker.config.loader import ParamsFile
 from codethinker.params import PROFILE_FALLBACK, PROFILES, ParamsError, by_profile, load_params, resolve_params
 from codethinker.preflight import (
     KNOWN_PARAMETERS,
@@ -249,7 +250,9 @@ def test_a_server_that_is_not_openai_compatible_fails(tmp_path: Path, server: _S
 
 def test_one_endpoint_used_by_two_stages_is_checked_once(tmp_path: Path, server: _Server) -> None:
     url = url_of(server) + "/v1"
-    path = project(tmp_path, {"gen_inputs": llm_section(url), "contra_sft": {"teacher": "llm", **llm_section(url)}})
+    path = project(
+        tmp_path, {"gen_inputs": llm_section(url), "contra_sft": {"teacher": "llm", "llm": llm_section(url)["llm"]}}
+    )
     check = results(path, probes(tmp_path))[f"LLM endpoint {url}"]
     assert check.ok and "(gen_inputs.llm, contra_sft.llm)" in check.detail and len(server.seen) == 1
 
@@ -599,11 +602,12 @@ def test_tokenizer_mirror_when_bootstrap_copies_it(tmp_path: Path) -> None:
 
 def test_checks_of_stages_not_run_are_not_needed(tmp_path: Path, closed_url: str) -> None:
     params = {**verl_params(), "gen_inputs": llm_section(closed_url), "fetch": {"leetcode": [], "benchmarks": []}}
-    planned = plan_checks(resolve_params(params), tmp_path, ["fetch", "ast_filter"])
+    path = project(tmp_path, params)
+    planned = plan_checks(ParamsFile.read(path), tmp_path, ["fetch", "ast_filter"])
     assert all(c.probe is None for c in planned)
     reasons = {c.name: c.skip_reason for c in planned}
     assert reasons["GPUs"] == "not needed by the stages run (ast_filter, fetch)"
-    assert any(c.probe is not None for c in plan_checks(resolve_params(params), tmp_path, ["gen_inputs"]))
+    assert any(c.probe is not None for c in plan_checks(ParamsFile.read(path), tmp_path, ["gen_inputs"]))
 
 
 def test_report_lines_marks_and_summary(tmp_path: Path, closed_url: str) -> None:
@@ -645,7 +649,9 @@ def test_flow_step_stops_on_params_that_do_not_resolve(tmp_path: Path) -> None:
     from flows.pipeline import PreflightFailed, run_preflight_step
 
     path = project(tmp_path, {"sft": {"steps": {"full": 1}}})
-    with pytest.raises(PreflightFailed, match=r"preflight: sft\.steps: .*no value for profile 'default'"):
+    with pytest.raises(
+        PreflightFailed, match=r"preflight: \S*params\.yaml: sft\.steps: .*no value for profile 'default'"
+    ):
         run_preflight_step(path, ["sft"], _Log())
 
 
@@ -657,6 +663,10 @@ def test_flow_runs_preflight_first_stops_when_it_fails_and_can_skip_it(tmp_path:
     good = {"backend": "llm", "llm": {"base_url": url_of(server) + "/v1", "model": "Qwen/Qwen3-32B"}}
     flow_cfg = {"flow": {"retries": 0, "retry_delay_s": 0}}
     root = make_toy(tmp_path / "toy", {"gen_inputs": {"params": good}}, flow_cfg)
+    # preflight reads gen_inputs as the real stage does (typed, strict): only its own keys (the toy
+    # stage's `inputs` and `add` have defaults)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    (root / "params.yaml").write_text(yaml.safe_dump({**params, "gen_inputs": good}, sort_keys=False))
     rc, out, summary = run_flow(root)
     assert rc == 0, out[-6000:]
     assert [(r["name"], r["status"]) for r in summary["preflight"] if r["status"] != "skip"] == [
@@ -665,7 +675,7 @@ def test_flow_runs_preflight_first_stops_when_it_fails_and_can_skip_it(tmp_path:
     assert "GET /v1/models" in server.seen and runs_log(root) == ["gen_inputs"]
 
     server.models = ["someone/else"]  # the endpoint now serves another model: stop before any stage
-    rc, out, summary = run_flow(root, "-S", "gen_inputs.add=2")
+    rc, out, summary = run_flow(root, "-S", "+gen_inputs.n_inputs=16")
     assert rc == 1, out[-6000:]
     assert "preflight failed for profile default" in out and "serves someone/else, not Qwen/Qwen3-32B" in out
     assert "--no-preflight" in summary["preflight_error"] and summary["stages"] == []

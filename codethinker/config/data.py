@@ -23,6 +23,11 @@ __all__ = [
 ]
 
 
+def _chat(max_tokens: int) -> ChatConfig:
+    """The llm endpoint's default: Qwen3-32B without its thinking mode, ``max_tokens`` per answer."""
+    return ChatConfig(max_tokens=max_tokens, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+
+
 @dataclass(frozen=True)
 class FetchConfig(Section):
     SECTION: ClassVar[str] = "fetch"
@@ -31,7 +36,8 @@ class FetchConfig(Section):
         metadata={"help": "LeetCodeDataset train splits; a task_id in both keeps the newer record"},
     )
     benchmarks: list[str] = field(
-        default_factory=list, metadata={"help": "benchmark programs for dedup: cruxeval, reval, livecodebench"}
+        default_factory=lambda: ["cruxeval", "reval", "livecodebench"],
+        metadata={"help": "benchmark programs for dedup: cruxeval, reval, livecodebench"},
     )
     download: bool = field(default=True, metadata={"help": "fetch what the mirror lacks from its pinned public URL"})
     cache_dir: str = field(default="data/downloads", metadata={"help": "where downloads are kept"})
@@ -60,17 +66,21 @@ class GenInputsConfig(Section):
     n_inputs: int = field(default=15, metadata={"help": "input sets per function (paper: 15)"})
     backend: str = field(default="mutate", metadata={"help": "mutate (offline, deterministic) | llm (endpoint)"})
     mutate: MutateConfig = field(default_factory=MutateConfig, metadata={"help": "the mutate backend's limits"})
-    cache_dir: str | None = field(default=None, metadata={"help": "answers of the llm backend (None: no cache)"})
-    llm: ChatConfig = field(default_factory=ChatConfig, metadata={"help": "the llm backend's endpoint and sampling"})
+    cache_dir: str | None = field(
+        default="data/llm_cache", metadata={"help": "answers of the llm backend (None: no cache)"}
+    )
+    llm: ChatConfig = field(
+        default_factory=lambda: _chat(4096), metadata={"help": "the llm backend's endpoint and sampling"}
+    )
 
 
 @dataclass(frozen=True)
 class SynthConfig(Section):
     SECTION: ClassVar[str] = "synth"
     programs: int | None = field(default=0, metadata={"help": "(function, input) pairs generated (0 or None: none)"})
-    seed: int = field(default=0, metadata={"help": "added to base.seed"})
-    max_statements: int = field(default=3, metadata={"help": "statements before the return (a block counts one)"})
-    max_params: int = field(default=2, metadata={"help": "parameters per function"})
+    seed: int = field(default=1, metadata={"help": "added to base.seed"})
+    max_statements: int = field(default=2, metadata={"help": "statements before the return (a block counts one)"})
+    max_params: int = field(default=1, metadata={"help": "parameters per function"})
 
 
 @dataclass(frozen=True)
@@ -94,13 +104,13 @@ class DedupConfig(Section):
         default=0.9, metadata={"help": "drop a function whose cosine similarity to a benchmark program is >= this"}
     )
     batch_size: int = field(default=32, metadata={"help": "texts per embedding batch"})
-    cache_dir: str | None = field(default=None, metadata={"help": "embeddings keyed by (model, texts)"})
+    cache_dir: str | None = field(default="data/embed_cache", metadata={"help": "embeddings keyed by (model, texts)"})
 
 
 @dataclass(frozen=True)
 class SynthSplit:
-    eval: int = field(default=0, metadata={"help": "generated functions held out for train_eval"})
-    grpo: int = field(default=0, metadata={"help": "generated functions given to GRPO (the rest: SFT)"})
+    eval: int = field(default=100, metadata={"help": "generated functions held out for train_eval"})
+    grpo: int = field(default=1000, metadata={"help": "generated functions given to GRPO (the rest: SFT)"})
 
 
 @dataclass(frozen=True)
@@ -113,17 +123,22 @@ class ContraSFTConfig(Section):
     prompt: str = field(default="instruct", metadata={"help": "bare (code + call) | instruct (format explained)"})
     synth_split: SynthSplit = field(default_factory=SynthSplit, metadata={"help": "generated functions' split"})
     attempts: int = field(default=2, metadata={"help": "llm: rejection-sampling rounds (each a new seed)"})
-    eval_functions: int = field(default=8, metadata={"help": "GRPO functions held out as evaluation prompts"})
+    eval_functions: int = field(default=30, metadata={"help": "GRPO functions held out as evaluation prompts"})
     data_source: str = field(default="leetcode_reasoning", metadata={"help": "verl's data_source column"})
-    cache_dir: str | None = field(default=None, metadata={"help": "answers of the llm teacher (None: no cache)"})
-    llm: ChatConfig = field(default_factory=ChatConfig, metadata={"help": "the llm teacher's endpoint and sampling"})
+    cache_dir: str | None = field(
+        default="data/llm_cache", metadata={"help": "answers of the llm teacher (None: no cache)"}
+    )
+    llm: ChatConfig = field(
+        default_factory=lambda: _chat(8192), metadata={"help": "the llm teacher's endpoint and sampling"}
+    )
 
 
 @dataclass(frozen=True)
 class EvalTruthConfig(Section):
     SECTION: ClassVar[str] = "eval_truth"
     benchmarks: list[str] = field(
-        default_factory=list, metadata={"help": "cruxeval, reval, livecodebench (HF hub only: skipped offline)"}
+        default_factory=lambda: ["cruxeval", "reval", "livecodebench"],
+        metadata={"help": "cruxeval, reval, livecodebench (HF hub only: skipped offline)"},
     )
     download: bool = field(default=True, metadata={"help": "CRUXEval/REval from their pinned URLs when not mirrored"})
     cache_dir: str = field(default="data/downloads", metadata={"help": "where downloads are kept"})

@@ -29,15 +29,22 @@ class EvalModel:
         return ModelSpec(name, self.model, self.adapter)
 
 
+# evaluate.models' default: the three policies of the pipeline, zero-shot ConTra prompt
+MODELS: dict[str, EvalModel] = {
+    name: EvalModel(folder, folder)
+    for name, folder in {"base": "models/base", "sft": "models/sft/merged", "grpo": "models/grpo/merged"}.items()
+}
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """``evaluate.engine``: the engine both evaluations run the models on (None: the engine's own default)."""
 
     backend: str = field(default="vllm", metadata={"help": "vllm (CPU or CUDA build) | hf (transformers' generate)"})
-    dtype: str | None = field(default=None, metadata={"help": "model dtype (auto, float32, ...)"})
-    enforce_eager: bool | None = field(default=None, metadata={"help": "vLLM: skip torch.compile / CUDA graphs"})
+    dtype: str | None = field(default="auto", metadata={"help": "model dtype (auto, float32, ...)"})
+    enforce_eager: bool | None = field(default=False, metadata={"help": "vLLM: skip torch.compile / CUDA graphs"})
     enable_chunked_prefill: bool | None = field(default=None, metadata={"help": "vLLM: chunked prefill"})
-    max_model_len: int | None = field(default=None, metadata={"help": "vLLM context in tokens"})
+    max_model_len: int | None = field(default=8192, metadata={"help": "vLLM context in tokens"})
     max_num_seqs: int | None = field(default=None, metadata={"help": "vLLM: sequences run at once"})
     kv_cache_gib: float | str | None = field(
         default="auto", metadata={"help": "vLLM CPU build: KV cache in GiB (auto | a number | None: share of RAM)"}
@@ -52,7 +59,9 @@ class EngineConfig:
 @dataclass(frozen=True)
 class EvaluateConfig(Section):
     SECTION: ClassVar[str] = "evaluate"
-    models: dict[str, EvalModel] = field(default_factory=dict, metadata={"help": "name -> the model to evaluate"})
+    models: dict[str, EvalModel] = field(
+        default_factory=lambda: dict(MODELS), metadata={"help": "name -> the model to evaluate"}
+    )
     sampling: EvalConfig = field(
         default_factory=EvalConfig,
         metadata=inline("runs, temperature, max_tokens, limit, batch_size (seed: base.seed)"),

@@ -12,11 +12,19 @@ from codethinker.evaluation.generalize import GenConfig
 
 __all__ = ["GeneralizeConfig"]
 
+# generalize.benchmarks' default: paper Tables 4 and 12 (cruxeval-x: its 19 languages)
+BENCHMARKS = (
+    *("cruxeval-i", "reval-co", "reval-c", "reval-p", "reval-s", "cruxeval-x"),
+    *("humaneval", "humaneval+", "mbpp", "mbpp+", "gsm8k", "gsm-hard", "math500", "lcb-cg"),
+)
+
 
 @dataclass(frozen=True)
 class GeneralizeConfig(Section):
     SECTION: ClassVar[str] = "generalize"
-    benchmarks: list[str] = field(default_factory=list, metadata={"help": "benchmark names (cruxeval-x: all 19)"})
+    benchmarks: list[str] = field(
+        default_factory=lambda: list(BENCHMARKS), metadata={"help": "benchmark names (cruxeval-x: all 19)"}
+    )
     truth_limit: int | None = field(
         default=None, metadata={"help": "generalize_truth: references checked per benchmark (None: all)"}
     )

@@ -8,10 +8,18 @@ the dataclass lacks and a value of the wrong type are errors naming the file and
 
     params.yaml: sft.lora.rank: unknown key (sft.lora has: alpha, dropout, r, target_modules)
 
-The dataclass field defaults are the only defaults: a key params.yaml leaves out takes its field's
-default. What a section takes from another one (``base.seed``, ``model.base``) its class says in
-:meth:`Section.derive`. :func:`from_mapping` builds any dataclass from a plain mapping the same way
-(the reward settings verl hands the reward function).
+The dataclass field defaults are the only defaults in code, and one rule ties them to params.yaml:
+**a field's default is its value for the** ``full`` **profile** (the library's scale, what a user
+building the dataclass directly gets). params.yaml gives that same value for ``full`` or leaves the
+key out; the ``default`` and ``paper`` values are the only ones that differ, and they live in
+params.yaml alone (``sft.learning_rate: {default: 3.0e-3, full: 1.0e-4}`` with
+``SFTParams.learning_rate = 1e-4``). ``tests/config/test_defaults.py`` fails naming the dotted key
+where they disagree. Outside the rule: ``base`` (the profile itself and this checkout's mirror
+folders) and the keys a section derives from another section when null. A key params.yaml leaves
+out takes its default; a nested one the default of the field it sits in (``grpo.lora.dropout``:
+``GRPOParams().lora.dropout``). What a section takes from another one (``base.seed``,
+``model.base``) its class says in :meth:`Section.derive`. :func:`from_mapping` builds any
+dataclass from a plain mapping the same way (the reward settings verl hands the reward function).
 
 >>> from codethinker.config.data import AstFilterConfig
 >>> load_config(AstFilterConfig).min_lines  # doctest: +SKIP
@@ -239,7 +247,20 @@ def _keys(cls: type) -> set[str]:
     return set(own).union(*(_keys(_hints(cls)[name]) for name in inlined))
 
 
-def _build(cls: type[T], data: Any, origin: str, where: str, extra: dict[str, Any] | None = None) -> T:
+def _default(f: dataclasses.Field, parent: Any) -> Any:
+    """Field ``f``'s default: its value in ``parent`` (the enclosing field's default) when given."""
+    if parent is not None:
+        return copy.deepcopy(getattr(parent, f.name))
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default  # MISSING when there is none
+
+
+def _build(
+    cls: type[T], data: Any, origin: str, where: str, extra: dict[str, Any] | None = None, parent: Any = None
+) -> T:
+    """``cls`` from ``data``; a key ``data`` leaves out takes its value in ``parent`` (the default of
+    the field being built: ``GRPOParams().lora``, not ``LoRAParams()``), else its field's default."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{_at(origin, where)}: expected a mapping, got {_show(data)}")
     own, inlined = _fields(cls)
@@ -249,7 +270,7 @@ def _build(cls: type[T], data: Any, origin: str, where: str, extra: dict[str, An
     parts: dict[str, dict[str, Any]] = {name: {} for name in inlined}
     for key, value in data.items():
         if key in own:
-            values[key] = _check(value, hints[key], origin, _join(where, key))
+            values[key] = _check(value, hints[key], origin, _join(where, key), _default(own[key], parent))
         elif key in owner:
             parts[owner[key]][key] = value
         else:
@@ -258,8 +279,10 @@ def _build(cls: type[T], data: Any, origin: str, where: str, extra: dict[str, An
     for name, f in own.items():
         if name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{_at(origin, _join(where, name))}: missing key")
-    for name in inlined:
-        values[name] = _build(hints[name], parts[name], origin, where)
+        if name not in values and parent is not None:
+            values[name] = _default(f, parent)
+    for name, f in inlined.items():
+        values[name] = _build(hints[name], parts[name], origin, where, parent=_default(f, parent))
     try:
         return cls(**values, **(extra or {}))
     except (ValueError, TypeError) as exc:  # the dataclass's own checks (__post_init__)
@@ -283,8 +306,9 @@ _SCALARS: dict[Any, Any] = {
 }
 
 
-def _check(value: Any, tp: Any, origin: str, where: str) -> Any:
-    """``value`` checked against the field type ``tp`` (a nested dataclass is built)."""
+def _check(value: Any, tp: Any, origin: str, where: str, default: Any = None) -> Any:
+    """``value`` checked against the field type ``tp`` (a nested dataclass is built, its keys left
+    out taken from ``default``, the field's default, when that is a ``tp``)."""
     kind, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any:
         return value
@@ -294,13 +318,14 @@ def _check(value: Any, tp: Any, origin: str, where: str) -> Any:
         errors = []
         for arg in (a for a in args if a is not type(None)):
             try:
-                return _check(value, arg, origin, where)
+                return _check(value, arg, origin, where, default)
             except ConfigError as exc:
                 errors.append(exc)
         if len(errors) == 1 and isinstance(value, Mapping):
             raise errors[0]
     elif dataclasses.is_dataclass(tp):
-        return _build(tp, {} if value is None else value, origin, where)  # type: ignore[arg-type]
+        parent = default if isinstance(default, tp) else None
+        return _build(tp, {} if value is None else value, origin, where, parent=parent)  # type: ignore[arg-type]
     elif kind is list:
         if isinstance(value, list):
             return [_check(v, args[0] if args else Any, origin, f"{where}[{i}]") for i, v in enumerate(value)]

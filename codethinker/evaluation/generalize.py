@@ -167,9 +167,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 class GenConfig:
     """Sampling settings of one generalization evaluation."""
 
-    n: int = field(default=1, metadata={"help": "samples per problem (pass@1 is the unbiased estimate over them)"})
+    n: int = field(default=5, metadata={"help": "samples per problem (pass@1 is the unbiased estimate over them)"})
     temperature: float = field(default=0.2, metadata={"help": "sampling temperature (0: greedy; then n=1 suffices)"})
-    max_tokens: int = field(default=512, metadata={"help": "generation limit per answer"})
+    max_tokens: int = field(default=2048, metadata={"help": "generation limit per answer"})
     seed: int = field(default=0, metadata={"help": "sampling seed"})
     limit: int | None = field(default=None, metadata={"help": "first N problems of each benchmark (None: all)"})
 

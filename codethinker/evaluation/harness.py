@@ -100,7 +100,7 @@ class EvalConfig:
 
     runs: int = field(default=5, metadata={"help": "sampled runs (seeds seed..seed+runs-1); the paper used 5"})
     temperature: float = field(default=0.2, metadata={"help": "sampling temperature of every run"})
-    max_tokens: int = field(default=1024, metadata={"help": "generation limit per answer (thinking + answer)"})
+    max_tokens: int = field(default=4096, metadata={"help": "generation limit per answer (thinking + answer)"})
     seed: int = field(default=0, metadata={"help": "seed of run 0; run r uses seed + r"})
     limit: int | None = field(default=None, metadata={"help": "first N traced samples per benchmark (None: all)"})
     batch_size: int = field(default=512, metadata={"help": "prompts per engine call (the engine batches inside)"})

@@ -1,4 +1,5 @@
-"""What goes through DVC itself: the stage graph, ``-S`` parameter overrides, ``dvc exp show``.
+"""What goes through DVC itself: the stage graph, ``-S`` parameter overrides, ``dvc exp show``,
+a stage's ``dvc status --json`` and the processes DVC's lock file records.
 
 The graph is read with DVC's ``Repo`` (``repo.index``): DVC is what ``dvc repro`` runs, so the
 flow must see the stages, ``foreach`` items, interpolated paths, ``.dvc`` data sources and nested
@@ -10,6 +11,7 @@ DVC is imported lazily: stages never pay for it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +21,15 @@ from typing import Any
 
 from codethinker.errors import UsageError
 
-__all__ = ["StageSpec", "apply_params_overrides", "dvc_command", "exp_show_json", "read_graph"]
+__all__ = [
+    "StageSpec",
+    "apply_params_overrides",
+    "dvc_command",
+    "exp_show_json",
+    "read_graph",
+    "rwlock_holders",
+    "stage_up_to_date",
+]
 
 
 @dataclass(frozen=True)
@@ -113,3 +123,50 @@ def exp_show_json() -> str:
     if proc.returncode != 0:
         raise UsageError(f"`dvc exp show --json` failed: {proc.stderr.strip().splitlines()[-1:]}")
     return proc.stdout
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """Whether one path is the other or under it (DVC's rule for its locks)."""
+    pa, pb = Path(a).parts, Path(b).parts
+    return pa[: len(pb)] == pb or pb[: len(pa)] == pa
+
+
+def rwlock_holders(root: str | os.PathLike[str], reads: list[str], writes: list[str]) -> set[int]:
+    """The PIDs DVC's lock file ``.dvc/tmp/rwlock`` records as holding a lock that keeps a stage
+    from reading ``reads`` and writing ``writes``: a writer of any of them, a reader of any of
+    ``writes``. The file is JSON, ``{"write": {path: {"pid", "cmd"}}, "read": {path: [{"pid", "cmd"}]}}``
+    (absolute paths); absent, unreadable or half written: no holders. Whether a PID still runs is
+    the caller's question (:func:`codethinker.ops.procs.pid_alive`)."""
+    base = Path(root).resolve()
+    wanted_r = [str(base / p) for p in reads]
+    wanted_w = [str(base / p) for p in writes]
+    try:
+        lock = json.loads((base / ".dvc" / "tmp" / "rwlock").read_text())
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(lock, dict):
+        return set()
+    holders: set[int] = set()
+    for mode, against in (("write", wanted_r + wanted_w), ("read", wanted_w)):
+        entries = lock.get(mode)
+        for path, infos in entries.items() if isinstance(entries, dict) else ():
+            if not any(_overlaps(str(path), w) for w in against):
+                continue
+            for info in infos if isinstance(infos, list) else [infos]:
+                if isinstance(info, dict) and isinstance(info.get("pid"), int):
+                    holders.add(info["pid"])
+    return holders
+
+
+def stage_up_to_date(stage: str, root: str | os.PathLike[str], env: dict[str, str] | None = None) -> bool | None:
+    """Whether ``dvc status --json <stage>`` finds ``stage`` up to date (``{}``: ``dvc repro
+    --single-item`` would skip it); None when the command fails or its output is no JSON object."""
+    cmd = [sys.executable, "-m", "dvc", "--wait-for-lock", "status", "--json", stage]
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return None
+    try:
+        data = json.loads(proc.stdout or "null")
+    except ValueError:
+        return None
+    return data == {} if isinstance(data, dict) else None

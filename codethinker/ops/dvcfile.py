@@ -46,8 +46,9 @@ def stage_entry(stage: str, root: str | Path = ".") -> dict[str, Any]:
     return entry
 
 
-def declared(stage: str, root: str | Path = ".") -> dict[str, list[str]]:
-    """``outs``/``metrics``/``plots`` paths of ``stage`` ({} when dvc.yaml has no such stage)."""
+def declared(stage: str, root: str | Path = ".", kinds: tuple[str, ...] = _KINDS) -> dict[str, list[str]]:
+    """``outs``/``metrics``/``plots`` paths of ``stage`` (or those of ``kinds``: ``("deps",)``; {} when
+    dvc.yaml has no such stage)."""
     root = Path(root)
     entry = stage_entry(stage, root)
     if not entry:
@@ -55,7 +56,7 @@ def declared(stage: str, root: str | Path = ".") -> dict[str, list[str]]:
     path, _, key = _split(stage, root)
     wdir = path.parent / str(entry.get("wdir", "."))
     out: dict[str, list[str]] = {}
-    for kind in _KINDS:
+    for kind in kinds:
         paths = []
         for item in entry.get(kind) or []:
             raw = next(iter(item)) if isinstance(item, dict) else item

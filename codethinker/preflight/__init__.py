@@ -3,9 +3,10 @@
     codethinker preflight [--profile NAME] [--params params.yaml]   # one line per check, exit 0/1
     codethinker preflight --profile paper --show-params              # the resolved params, one per line
 
-Every check is derived from the params resolved for the profile (:func:`codethinker.params.resolve_params`;
-``--profile`` overrides ``base.profile`` for the resolution only, nothing is written), never from
-hard-coded model names:
+Every check is derived from the params resolved for the profile and read as the stages read them,
+typed (:meth:`codethinker.config.ParamsFile.read`, each section's config class; ``--profile``
+overrides ``base.profile`` for the resolution only, nothing is written), never from hard-coded model
+names:
 
 - LLM endpoints (``gen_inputs.llm`` when ``gen_inputs.backend`` is ``llm``, ``contra_sft.llm`` when
   ``contra_sft.teacher`` is ``llm``): ``GET <base_url>/models`` answers within a few seconds and lists

@@ -1,17 +1,35 @@
 """What every preflight check shares: its result (:class:`CheckResult`), the plan entry that runs it or
-says why not (:class:`PlannedCheck`), and the helpers that read resolved params and model references."""
+says why not (:class:`PlannedCheck`), and the helpers that read the typed params and model references.
+
+The checks read params.yaml as the stages do: each section through its config class
+(:meth:`codethinker.config.ParamsFile.section`, defaults and derived values included), the policy
+through :attr:`~codethinker.config.ParamsFile.policy`. A section params.yaml lacks is a stage the
+project does not run: :func:`section` gives None. The training sections' classes import the
+trainers (torch, transformers): :func:`trainer_section` imports one only when params.yaml has its
+section, so a project without them (the flow's toy pipelines) plans its checks without torch."""
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+from codethinker.config.loader import ModelConfig, ParamsFile
 from codethinker.preflight.probes import Probes
 
-__all__ = ["CheckResult", "PlannedCheck", "is_hub_id"]
+__all__ = ["CheckResult", "PlannedCheck", "is_hub_id", "policy", "section", "trainer_section"]
+
+T = TypeVar("T")
+# the training sections' config classes (module, class), imported by trainer_section when needed
+TRAINER_SECTIONS: dict[str, tuple[str, str]] = {
+    "bootstrap": ("codethinker.config.bootstrap", "BootstrapConfig"),
+    "sft": ("codethinker.config.sft", "SFTConfig"),
+    "grpo": ("codethinker.config.grpo", "GRPOConfig"),
+    "train_eval": ("codethinker.config.grpo", "TrainEvalConfig"),
+}
 
 Status = Literal["pass", "fail", "warn", "skip"]
 
@@ -45,17 +63,40 @@ class PlannedCheck:
         return self.probe(probes)
 
 
-def _section(params: Mapping[str, Any], name: str) -> dict[str, Any]:
-    value = params.get(name)
-    return value if isinstance(value, dict) else {}
+def section(params: ParamsFile, cls: type[T]) -> T | None:
+    """Section ``cls.SECTION`` of ``params`` as ``cls``; None when params.yaml has no such section."""
+    return params.section(cls) if cls.SECTION in params.data else None  # type: ignore[attr-defined]
 
 
-def _made_by_stages(params: Mapping[str, Any]) -> list[str]:
+def trainer_section(params: ParamsFile, name: str) -> Any:
+    """Training section ``name`` (:data:`TRAINER_SECTIONS`) typed; None when params.yaml has none
+    (then its class is not imported)."""
+    if name not in params.data:
+        return None
+    module, cls = TRAINER_SECTIONS[name]
+    return params.section(getattr(importlib.import_module(module), cls))
+
+
+def policy(params: ParamsFile) -> str:
+    """The policy the training starts from: ``sft.model``, which is ``model.base`` when not set
+    (:attr:`ParamsFile.policy`); "" when params.yaml names neither (no ``model`` section, and
+    ``sft.model`` unset or the fallback :data:`~codethinker.config.POLICY`)."""
+    model = section(params, ModelConfig)
+    named = model.base if model is not None else None
+    sft = trainer_section(params, "sft")
+    trained = sft.model if sft is not None else None
+    if trained and (named or trained != params.policy):
+        return str(trained)
+    return named or ""
+
+
+def _made_by_stages(params: ParamsFile) -> list[str]:
     """Model folders the pipeline writes (so a missing one is no error before it ran)."""
     outs = []
-    for stage, default in (("bootstrap", "models/base"), ("sft", "models/sft"), ("grpo", "models/grpo")):
-        if stage in params:
-            outs.append(str(_section(params, stage).get("out") or default))
+    for name in ("bootstrap", "sft", "grpo"):
+        cfg = trainer_section(params, name)
+        if cfg is not None:
+            outs.append(str(cfg.out))
     return outs
 
 

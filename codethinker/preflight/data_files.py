@@ -8,9 +8,10 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from codethinker.preflight.checks import CheckResult, PlannedCheck, _local, _section
+from codethinker.config.data import EvalTruthConfig, FetchConfig
+from codethinker.config.loader import BaseConfig, ParamsFile
+from codethinker.preflight.checks import CheckResult, PlannedCheck, _local, section, trainer_section
 from codethinker.preflight.probes import Probes
 
 LIVECODEBENCH_REPO = "livecodebench/execution-v2"  # codethinker.data.sources.LIVECODEBENCH_REPO
@@ -23,24 +24,23 @@ def _source_files() -> dict[str, tuple[str, str]]:
     return {k: (s.mirror_path, s.url) for k, s in SOURCES.items()}
 
 
-def _plan_data(params: Mapping[str, Any], root: Path) -> list[PlannedCheck]:
+def _plan_data(params: ParamsFile, root: Path) -> list[PlannedCheck]:
     sources = _source_files()
     wanted: dict[str, tuple[str, bool, set[str]]] = {}  # key -> (cache dir, download allowed, stages)
     lcb_stages: set[str] = set()
-    for stage in ("fetch", "eval_truth"):
-        if stage not in params:
+    for cls in (FetchConfig, EvalTruthConfig):
+        sec = section(params, cls)
+        if sec is None:
             continue
-        sec = _section(params, stage)
-        keys = [f"leetcode/{n}" for n in sec.get("leetcode") or []] if stage == "fetch" else []
-        keys += [b for b in sec.get("benchmarks") or [] if b in sources]
-        if "livecodebench" in (sec.get("benchmarks") or []):
+        stage = cls.SECTION
+        keys = [f"leetcode/{n}" for n in sec.leetcode] if isinstance(sec, FetchConfig) else []
+        keys += [b for b in sec.benchmarks if b in sources]
+        if "livecodebench" in sec.benchmarks:
             lcb_stages.add(stage)
         for key in keys:
-            users = wanted.setdefault(
-                key, (str(sec.get("cache_dir") or "data/downloads"), bool(sec.get("download", True)), set())
-            )[2]
+            users = wanted.setdefault(key, (sec.cache_dir or "data/downloads", sec.download, set()))[2]
             users.add(stage)
-    base = _section(params, "base")
+    base = params.base
     checks: list[PlannedCheck] = []
     if not wanted:
         checks.append(PlannedCheck("data files", frozenset(), None, "not needed: no fetch or eval_truth stage"))
@@ -57,10 +57,11 @@ def _plan_data(params: Mapping[str, Any], root: Path) -> list[PlannedCheck]:
             return _check_livecodebench(p)
 
         checks.append(PlannedCheck(f"LiveCodeBench ({LIVECODEBENCH_REPO})", frozenset(lcb_stages), lcb))
-    if "bootstrap" in params and _section(params, "bootstrap").get("tokenizer") == "mirror":
+    bootstrap = trainer_section(params, "bootstrap")
+    if bootstrap is not None and bootstrap.tokenizer == "mirror":
 
         def tok(p: Probes) -> CheckResult:
-            raw = p.env.get("CODETHINKER_TOKENIZER") or str(base.get("tokenizer_mirror") or "")
+            raw = p.env.get("CODETHINKER_TOKENIZER") or str(base.tokenizer_mirror or "")
             folder = _local(raw, root) if raw else None
             if folder is not None and ((folder / "vocab.json").is_file() or (folder / "tokenizer.json").is_file()):
                 return CheckResult(
@@ -81,11 +82,11 @@ def _plan_data(params: Mapping[str, Any], root: Path) -> list[PlannedCheck]:
 def _check_data(
     p: Probes,
     root: Path,
-    base: Mapping[str, Any],
+    base: BaseConfig,
     wanted: Mapping[str, tuple[str, bool, set[str]]],
     sources: Mapping[str, tuple[str, str]],
 ) -> CheckResult:
-    raw = p.env.get("CODETHINKER_MIRROR") or base.get("mirror")
+    raw = p.env.get("CODETHINKER_MIRROR") or base.mirror
     mirror = _local(str(raw), root) if raw else None
     mirror = mirror if mirror is not None and mirror.is_dir() else None
     in_mirror, cached, remote, missing = [], [], [], []

@@ -5,30 +5,27 @@ few seconds and lists the model."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
 
+from codethinker.config.data import ContraSFTConfig, GenInputsConfig
+from codethinker.config.loader import ParamsFile
 from codethinker.data.llm import ChatConfig
-from codethinker.preflight.checks import CheckResult, PlannedCheck, _section
+from codethinker.preflight.checks import CheckResult, PlannedCheck, section
 from codethinker.preflight.probes import Probes
 
 
-def _plan_endpoints(params: Mapping[str, Any]) -> list[PlannedCheck]:
-    uses: dict[tuple[str, str], list[tuple[str, str, dict[str, Any]]]] = {}
+def _plan_endpoints(params: ParamsFile) -> list[PlannedCheck]:
+    uses: dict[tuple[str, str], list[tuple[str, str, ChatConfig]]] = {}
     why_not = []
-    for stage, key, wanted in (("gen_inputs", "backend", "llm"), ("contra_sft", "teacher", "llm")):
-        if stage not in params:
+    for cls, key in ((GenInputsConfig, "backend"), (ContraSFTConfig, "teacher")):
+        cfg = section(params, cls)
+        if cfg is None:
             continue
-        value = _section(params, stage).get(key)
-        if value != wanted:
+        stage, value = cls.SECTION, getattr(cfg, key)
+        if value != "llm":
             why_not.append(f"{stage}.{key} is {value}")
             continue
-        llm = dict(_section(params, stage).get("llm") or {})
-        target = (
-            str(llm.get("base_url") or ChatConfig.base_url).rstrip("/"),
-            str(llm.get("model") or ChatConfig.model),
-        )
-        uses.setdefault(target, []).append((stage, f"{stage}.llm", llm))
+        target = (cfg.llm.base_url.rstrip("/"), cfg.llm.model)
+        uses.setdefault(target, []).append((stage, f"{stage}.llm", cfg.llm))
     if not uses:
         reason = "not needed: " + ", ".join(why_not) if why_not else "not needed: no stage calls an LLM"
         return [PlannedCheck("LLM endpoint", frozenset(), None, reason)]
@@ -36,7 +33,7 @@ def _plan_endpoints(params: Mapping[str, Any]) -> list[PlannedCheck]:
     for (url, model), users in uses.items():
         stage_set = frozenset(u[0] for u in users)
         where = ", ".join(u[1] for u in users)
-        key_env = str(users[0][2].get("api_key_env") or ChatConfig.api_key_env)
+        key_env = users[0][2].api_key_env
 
         def probe(
             p: Probes, url: str = url, model: str = model, where: str = where, key_env: str = key_env

@@ -9,10 +9,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codethinker.preflight.checks import CheckResult, PlannedCheck, _local, _made_by_stages, _section, is_hub_id
+from codethinker.config.loader import ParamsFile
+from codethinker.preflight.checks import (
+    CheckResult,
+    PlannedCheck,
+    _local,
+    _made_by_stages,
+    is_hub_id,
+    policy,
+    trainer_section,
+)
 from codethinker.preflight.probes import GPUInfo, ProbeError, Probes
+
+if TYPE_CHECKING:
+    from codethinker.training.grpo import VerlParams
 
 __all__ = ["KNOWN_PARAMETERS", "MemoryNeed", "gpu_memory_need", "parameters_from_config", "policy_parameters"]
 
@@ -129,37 +141,38 @@ def policy_parameters(ref: str, root: Path, probes: Probes) -> tuple[float | Non
     return None, f"unknown (no config.json for {ref} here, not in the table)"
 
 
-def _plan_gpus(params: Mapping[str, Any], root: Path) -> list[PlannedCheck]:
-    grpo, sft = _section(params, "grpo"), _section(params, "sft")
-    backend = str(grpo.get("backend", "local"))
-    policy = str(sft.get("model") or _section(params, "model").get("base") or "")
-    hub_policy = bool(policy) and is_hub_id(policy, root, _made_by_stages(params))
+def _plan_gpus(params: ParamsFile, root: Path) -> list[PlannedCheck]:
+    grpo, sft = trainer_section(params, "grpo"), trainer_section(params, "sft")
+    backend = grpo.params.backend if grpo is not None else "local"
+    model = policy(params)
+    hub_policy = bool(model) and is_hub_id(model, root, _made_by_stages(params))
     if backend != "verl" and not hub_policy:
-        reason = f"not needed: grpo.backend is {backend} and the policy {policy or '(none)'} is not a hub model"
+        reason = f"not needed: grpo.backend is {backend} and the policy {model or '(none)'} is not a hub model"
         return [PlannedCheck("GPUs", frozenset(), None, reason)]
-    verl = dict(grpo.get("verl") or {})
-    lora_r = int((grpo.get("lora") or {}).get("r") or 0)
+    verl = grpo.params.verl if grpo is not None else None  # backend verl: the section says so
+    lora_r = grpo.params.lora.r if grpo is not None else 0
     grpo_ft = "lora" if lora_r > 0 else "full"
     if backend == "verl":
-        gpus = int(verl.get("gpus_per_node", 1))
+        gpus = verl.gpus_per_node if verl is not None else 1
         stage_set = frozenset({"grpo"} | ({"sft"} if hub_policy else set()))
         why = f"grpo.backend is verl: grpo.verl.gpus_per_node = {gpus} on this node"
     else:
         gpus, stage_set = 1, frozenset({"sft", "grpo"})
-        why = f"the policy {policy} is a hub model (trained on one GPU)"
+        why = f"the policy {model} is a hub model (trained on one GPU)"
+    sft_ft = sft.params.finetune if sft is not None else "lora"
 
     def probe(p: Probes) -> CheckResult:
-        n, source = policy_parameters(policy, root, p)
+        n, source = policy_parameters(model, root, p)
         needs: list[tuple[str, MemoryNeed]] = []
         if n is not None:
             if backend == "verl":
-                util = float(verl.get("gpu_memory_utilization") or 0.6)
+                util = float(verl.gpu_memory_utilization or 0.6) if verl is not None else 0.6
                 needs.append(("grpo", gpu_memory_need(n, finetune=grpo_ft, shards=gpus, vllm_share=util)))
             else:
                 needs.append(("grpo", gpu_memory_need(n, finetune=grpo_ft, rollout_tp=1)))
             if hub_policy:
-                needs.append(("sft", gpu_memory_need(n, finetune=str(sft.get("finetune") or "lora"))))
-        return _check_gpus(p, policy, gpus, why, n, source, needs, backend, verl)
+                needs.append(("sft", gpu_memory_need(n, finetune=sft_ft)))
+        return _check_gpus(p, model, gpus, why, n, source, needs, backend, verl)
 
     return [PlannedCheck("GPUs", stage_set, probe)]
 
@@ -181,7 +194,7 @@ def _memory_shortfalls(
     n: float | None,
     needs: list[tuple[str, MemoryNeed]],
     backend: str,
-    verl: Mapping[str, Any],
+    verl: VerlParams | None,
 ) -> list[str]:
     """What the first ``gpus`` of ``found`` lack: free memory per GPU (two named, the rest counted),
     and with verl, room in vLLM's share for the bf16 weights per GPU."""
@@ -192,9 +205,9 @@ def _memory_shortfalls(
             short.append(f"GPU {g.index} has {_gib(g.free_bytes)} free of {_gib(g.total_bytes)}, needs {_gib(need)}")
     if len(short) > 2:
         short[2:] = [f"{len(short) - 2} more GPU(s) short of memory"]
-    if backend == "verl" and n is not None:
-        util = float(verl.get("gpu_memory_utilization") or 0.6)
-        tp = int(verl.get("tensor_parallel") or 1)
+    if backend == "verl" and n is not None and verl is not None:
+        util = float(verl.gpu_memory_utilization or 0.6)
+        tp = int(verl.tensor_parallel or 1)
         weights = BF16 * n / tp
         g = found[0]
         if weights > util * g.total_bytes:
@@ -214,7 +227,7 @@ def _check_gpus(
     source: str,
     needs: list[tuple[str, MemoryNeed]],
     backend: str,
-    verl: Mapping[str, Any],
+    verl: VerlParams | None,
 ) -> CheckResult:
     estimate = _memory_estimate(policy, n, source, needs)
     try:

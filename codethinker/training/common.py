@@ -20,8 +20,8 @@ __all__ = [
 
 @dataclass
 class LoRAParams:
-    r: int = field(default=16, metadata={"help": "LoRA rank"})
-    alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale = alpha / r)"})
+    r: int = field(default=64, metadata={"help": "LoRA rank"})
+    alpha: int = field(default=128, metadata={"help": "LoRA alpha (scale = alpha / r)"})
     dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA path"})
     target_modules: list[str] = field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],

@@ -86,9 +86,9 @@ class GRPOParams:
             "must be at least that (a shorter context would cut completions before their budget)"
         },
     )
-    prompts_per_step: int = field(default=2, metadata={"help": "prompts (groups) per optimizer step"})
-    micro_batch: int = field(default=4, metadata={"help": "sequences per forward/backward"})
-    learning_rate: float = field(default=1e-5, metadata={"help": "learning rate (constant)"})
+    prompts_per_step: int = field(default=32, metadata={"help": "prompts (groups) per optimizer step"})
+    micro_batch: int = field(default=8, metadata={"help": "sequences per forward/backward"})
+    learning_rate: float = field(default=1e-6, metadata={"help": "learning rate (constant)"})
     beta: float = field(default=0.0, metadata={"help": "KL loss coefficient (paper: no KL loss)"})
     entropy_coeff: float = field(default=0.0, metadata={"help": "entropy bonus (paper: 0; verl only)"})
     gradient_checkpointing: bool = field(
@@ -112,7 +112,7 @@ class GRPOParams:
         },
     )
     vllm_sleep: bool = field(
-        default=False,
+        default=True,
         metadata={
             "help": "GPU: vLLM's sleep mode (level 1) while the policy trains: its weights move to CPU memory "
             "and its KV cache is freed after each rollout, so the update can use that memory. Ignored on CPU"
@@ -123,7 +123,7 @@ class GRPOParams:
         metadata={"help": "the policy writes thoughts (contra_sft.teacher != none): sizes max_completion_tokens auto"},
     )
     rollout: RolloutParams = field(default_factory=RolloutParams, metadata={"help": "group and sampling"})
-    lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
+    lora: LoRAParams = field(default_factory=lambda: LoRAParams(dropout=0.0), metadata={"help": "adapter settings"})
     task: str = field(
         default="reasoning",
         metadata={"help": "reasoning (ConTra traces, the GRPO parquet) | codegen (codegen_data's training problems)"},
@@ -149,10 +149,11 @@ class GRPOParams:
         metadata={"help": "reward cg_grpo / cg_grpo_ungated: the CRPL reward model (the reward_model stage's out)"},
     )
     crm: dict[str, Any] = field(
-        default_factory=dict, metadata={"help": "CRM switches: prm, prefix, gate, orm, ccw, alpha (reward crm)"}
+        default_factory=lambda: {"prm": True, "prefix": True, "gate": True, "orm": True, "ccw": True, "alpha": 1.0},
+        metadata={"help": "CRM switches: prm, prefix, gate, orm, ccw, alpha (reward crm)"},
     )
     whitebox: dict[str, Any] = field(
-        default_factory=dict,
+        default_factory=lambda: {"a": 0.5, "k": 6},
         metadata={"help": "white-box reward: a (weight of wb_acc), k (questions; reward whitebox)"},
     )
     verl: VerlParams = field(default_factory=VerlParams, metadata={"help": "verl backend settings"})

@@ -40,7 +40,7 @@ class RolloutParams:
     n_regular: int = field(default=4, metadata={"help": "regular samples per prompt (paper: 4)"})
     n_dbs: int = field(default=_DBS.budget, metadata={"help": "DBS samples per prompt (paper: 4); 0 turns DBS off"})
     max_completion_tokens: int | str = field(
-        default=1024,
+        default=4096,
         metadata={"help": "length limit of one response; auto: 1.25 x the longest ground-truth trace of the prompts"},
     )
     temperature: float = field(default=_DBS.temperature, metadata={"help": "sampling temperature (both kinds)"})

@@ -55,15 +55,15 @@ class SFTParams:
     epochs: float = field(default=3.0, metadata={"help": "passes over the data (paper: 3)"})
     max_steps: int = field(default=-1, metadata={"help": "stop after this many optimizer steps (-1: epochs)"})
     max_samples: int | None = field(default=None, metadata={"help": "use the first N rows that fit (None: all)"})
-    max_length: int = field(default=1024, metadata={"help": "drop rows longer than this many tokens"})
-    batch_size: int = field(default=2, metadata={"help": "rows per device per micro-batch"})
-    grad_accum: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
-    learning_rate: float = field(default=2e-4, metadata={"help": "peak learning rate (LoRA)"})
+    max_length: int = field(default=8192, metadata={"help": "drop rows longer than this many tokens"})
+    batch_size: int = field(default=4, metadata={"help": "rows per device per micro-batch"})
+    grad_accum: int = field(default=8, metadata={"help": "micro-batches per optimizer step"})
+    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate (LoRA)"})
     warmup_ratio: float = field(default=0.03, metadata={"help": "linear warm-up share of the steps"})
     gradient_checkpointing: bool = field(
         default=True, metadata={"help": "recompute activations in the backward pass (memory for time; TRL's default)"}
     )
-    save_steps: int = field(default=20, metadata={"help": "checkpoint every N optimizer steps"})
+    save_steps: int = field(default=200, metadata={"help": "checkpoint every N optimizer steps"})
     save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept"})
     logging_steps: int = field(default=1, metadata={"help": "log every N steps"})
     copy_warmup: float = field(

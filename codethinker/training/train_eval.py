@@ -44,7 +44,7 @@ class EvalParams:
         default=None, metadata={"help": "first N held-out prompts of each source, or {source: N} (None: all)"}
     )
     max_tokens: int | str = field(
-        default="auto",
+        default=4096,
         metadata={"help": "response length limit; auto: per source, 1.25 x the longest ground-truth trace"},
     )
     temperature: float = field(default=0.0, metadata={"help": "0: greedy"})

@@ -219,7 +219,8 @@ def test_the_command_carries_the_reward_kind_and_a_baseline_gets_its_prompts(tmp
     assert reward_kwargs(grpo_params({"reward": "whitebox", "whitebox": {"a": 0.25, "k": 3}})) == (
         "++reward.custom_reward_function.reward_kwargs={reward:whitebox,whitebox:{a:0.25,k:3}}"
     )
-    crm = grpo_params({"backend": "verl", "verl": {"dry_run": True}})  # crm: the parquet as contra_sft wrote it
+    # crm: the parquet as contra_sft wrote it; crm {}: every switch its default
+    crm = grpo_params({"backend": "verl", "crm": {}, "verl": {"dry_run": True}})
     run_grpo_verl("models/sft/merged", grpo_parquet, Path("models/crm"), crm)
     crm_lines = (tmp_path / "models" / "crm" / "verl" / "overrides.txt").read_text().splitlines()
     crm_values = dict(o.lstrip("+").split("=", 1) for o in crm_lines)
