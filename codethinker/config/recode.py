@@ -32,7 +32,8 @@ class RecodeConfig(Section):
         default="data/llm_cache", metadata={"help": "answers of the llm teacher (None: no cache)"}
     )
     llm: ChatConfig = field(
-        default_factory=lambda: ChatConfig(model=TEACHER), metadata={"help": "the llm teacher's endpoint and sampling"}
+        default_factory=lambda: ChatConfig(model=TEACHER, max_tokens=4096),
+        metadata={"help": "the llm teacher's endpoint and sampling"},
     )
     model: str | None = field(
         default=None, metadata={"help": "reward model's base: a HF id or local folder (None: model.base)"}

@@ -29,14 +29,14 @@ CURVE_COLUMNS = ["loss", "accuracy", "margin", "learning_rate", "grad_norm", "ep
 class RewardModelParams:
     """The reward model's training."""
 
-    epochs: float = field(default=1.0, metadata={"help": "passes over the train pairs (max_steps > 0 wins)"})
+    epochs: float = field(default=2.0, metadata={"help": "passes over the train pairs (max_steps > 0 wins)"})
     max_steps: int = field(default=-1, metadata={"help": "optimizer steps (-1: run the epochs)"})
-    batch_size: int = field(default=8, metadata={"help": "pairs per device batch"})
-    grad_accum: int = field(default=1, metadata={"help": "gradient accumulation steps"})
-    learning_rate: float = field(default=1.0e-3, metadata={"help": "peak learning rate (cosine decay)"})
+    batch_size: int = field(default=4, metadata={"help": "pairs per device batch"})
+    grad_accum: int = field(default=8, metadata={"help": "gradient accumulation steps"})
+    learning_rate: float = field(default=1.0e-5, metadata={"help": "peak learning rate (cosine decay)"})
     warmup_ratio: float = field(default=0.05, metadata={"help": "share of the steps spent warming up"})
-    max_length: int = field(default=1024, metadata={"help": "tokens of (prompt + response); longer pairs dropped"})
-    logging_steps: int = field(default=5, metadata={"help": "steps between two rows of the loss curve"})
+    max_length: int = field(default=4096, metadata={"help": "tokens of (prompt + response); longer pairs dropped"})
+    logging_steps: int = field(default=10, metadata={"help": "steps between two rows of the loss curve"})
     center_rewards: float | None = field(
         default=None, metadata={"help": "TRL's center_rewards_coefficient (None: no centering term)"}
     )

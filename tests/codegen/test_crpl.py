@@ -180,7 +180,7 @@ def test_reward_model_trains_and_scores(tmp_path):
     tok = train_bpe([p["prompt"] + p["chosen"] + p["rejected"] for p in train], 300)
     base = build_tiny_model(tmp_path / "base", tok, seed=0, hidden_size=64, num_attention_heads=1,
                             num_key_value_heads=1, num_hidden_layers=1, intermediate_size=128)  # fmt: skip
-    p = RewardModelParams(max_steps=4, batch_size=4, learning_rate=3e-3, max_length=600, logging_steps=1)
+    p = RewardModelParams(max_steps=4, batch_size=4, grad_accum=1, learning_rate=3e-3, max_length=600, logging_steps=1)
     curve = tmp_path / "curve.csv"
     m = run_reward_model(str(base), train, heldout, tmp_path / "rm", p, seed=0, curve=curve)
     assert m["steps"] == 4 and m["trained_pairs"] + m["dropped_too_long"]["train"] == len(train) == 18
