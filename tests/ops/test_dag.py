@@ -163,8 +163,10 @@ def test_project_marks_gpu_and_llm_stages() -> None:
     """The real dvc.yaml declares the stages that need a GPU or may call an LLM."""
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     meta = {name: (entry.get("do") or entry).get("meta") or {} for name, entry in stages.items()}
-    assert {n for n, m in meta.items() if m.get("gpu")} == {"sft", "grpo", "train_eval", "evaluate", "generalize"}
+    gpu = {"sft", "grpo", "train_eval", "evaluate", "generalize", "reward_model", "codegen_eval"}
+    assert {n for n, m in meta.items() if m.get("gpu")} == gpu
     assert {n: m["llm"] for n, m in meta.items() if m.get("llm")} == {
         "gen_inputs": "gen_inputs.backend",
         "contra_sft": "contra_sft.teacher",
+        "crpl_data": "recode.backend",
     }
