@@ -14,12 +14,11 @@ the reflection cycles (:func:`table`).
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from codethinker.evaluation.report_sources import exp_revs
+from codethinker.evaluation.report_sources import dotted, exp_runs, grpo_seed
 
 __all__ = ["COLUMNS", "RECIPES", "collect", "commands", "table"]
 
@@ -44,34 +43,20 @@ def commands(seeds: Iterable[int] = SEEDS, recipes: Iterable[str] = tuple(RECIPE
     ]
 
 
-def _get(d: Mapping[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
-        if not isinstance(d, Mapping) or part not in d:
-            return None
-        d = d[part]
-    return d
-
-
 def collect(exp_show: list[dict[str, Any]] | str) -> dict[str, dict[int, dict[str, Any]]]:
     """``{recipe: {seed: {"name", "after_grpo": summary, "after_sft": summary}}}`` from ``dvc exp show --json``
     (experiments whose metrics were scored for another reward than their params name are left out; a
     (recipe, seed) seen twice keeps the first listed, DVC's newest)."""
-    data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
     out: dict[str, dict[int, dict[str, Any]]] = {}
-    for name, rev in exp_revs(data):
-        d = rev.get("data") or {}
-        params = ((d.get("params") or {}).get("params.yaml") or {}).get("data") or {}
-        metrics = ((d.get("metrics") or {}).get(METRICS_FILE) or {}).get("data") or {}
-        recipe = _get(params, "grpo.reward")
-        if _get(params, "grpo.task") != "codegen" or recipe not in RECIPES:
+    for name, params, metrics in exp_runs(exp_show, METRICS_FILE):
+        recipe = dotted(params, "grpo.reward")
+        if dotted(params, "grpo.task") != "codegen" or recipe not in RECIPES:
             continue
         after = metrics.get("after_grpo")
         if not isinstance(after, Mapping) or "pass1" not in after or metrics.get("reward_kind") != recipe:
             continue
-        seed = _get(params, "grpo.seed")
-        seed = int(_get(params, "base.seed") or 0) if seed is None else int(seed)
         entry = {"name": name, "after_grpo": dict(after), "after_sft": metrics.get("after_sft")}
-        out.setdefault(recipe, {}).setdefault(seed, entry)
+        out.setdefault(recipe, {}).setdefault(grpo_seed(params), entry)
     return out
 
 

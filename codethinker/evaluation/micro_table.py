@@ -27,14 +27,13 @@ what it was: the CRM ablation without the process reward (``grpo.crm.prm=false``
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from codethinker.evaluation.report_sources import exp_revs
+from codethinker.evaluation.report_sources import dotted, exp_runs, grpo_seed
 
 __all__ = ["BASELINES", "METRICS", "SEEDS", "VARIANTS", "Variant", "collect", "commands", "table", "variant_of"]
 
@@ -84,14 +83,6 @@ def commands(
     return out
 
 
-def _get(d: Mapping[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
-        if not isinstance(d, Mapping) or part not in d:
-            return None
-        d = d[part]
-    return d
-
-
 def variant_of(params: Mapping[str, Any]) -> str | None:
     """The variant a params.yaml belongs to (None: a combination that is not in the table).
 
@@ -101,12 +92,12 @@ def variant_of(params: Mapping[str, Any]) -> str | None:
     'reward-orm'
     """
     grpo = params.get("grpo") or {}
-    reward = _get(grpo, "reward") or "crm"
+    reward = dotted(grpo, "reward") or "crm"
     if reward != "crm":  # a baseline: the CRM switches do not apply; DBS samples are drawn regularly
-        sizes = {k: _get(grpo, k) for k in ("rollout.n_dbs", "rollout.n_regular")}
+        sizes = {k: dotted(grpo, k) for k in ("rollout.n_dbs", "rollout.n_regular")}
         group = sum(DEFAULTS[k] if n is None else int(n) for k, n in sizes.items())
         return next((v.key for v in BASELINES if dict(v.switches)["reward"] == reward and group == GROUP), None)
-    got = {k: _get(grpo, k) for k in DEFAULTS}
+    got = {k: dotted(grpo, k) for k in DEFAULTS}
     got = {k: (DEFAULTS[k] if v is None else v) for k, v in got.items()}
     for v in VARIANTS:
         want = {**DEFAULTS, **dict(v.switches)}
@@ -118,22 +109,17 @@ def variant_of(params: Mapping[str, Any]) -> str | None:
 def collect(exp_show: list[dict[str, Any]] | str, source: str = "synth") -> dict[str, dict[int, dict[str, Any]]]:
     """``{variant: {seed: {"name", "after_grpo": summary, "after_sft": summary}}}`` from ``dvc exp show
     --json``; a (variant, seed) seen twice keeps the first listed (DVC lists the newest first)."""
-    data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
     out: dict[str, dict[int, dict[str, Any]]] = {}
-    for name, rev in exp_revs(data):
-        d = rev.get("data") or {}
-        params = ((d.get("params") or {}).get("params.yaml") or {}).get("data") or {}
-        metrics = ((d.get("metrics") or {}).get("metrics/train_eval.json") or {}).get("data") or {}
+    for name, params, metrics in exp_runs(exp_show, "metrics/train_eval.json"):
         grpo_m = (metrics.get("after_grpo") or {}).get(source)
         variant = variant_of(params)
         if variant is None or not grpo_m:
             continue
-        if metrics.get("reward_kind", "crm") != (_get(params, "grpo.reward") or "crm"):
+        if metrics.get("reward_kind", "crm") != (dotted(params, "grpo.reward") or "crm"):
             continue  # scored with another reward than the params say (metrics of an older run)
-        seed = _get(params, "grpo.seed")
-        seed = int(_get(params, "base.seed") or 0) if seed is None else int(seed)
         sft_m = (metrics.get("after_sft") or {}).get(source)
-        out.setdefault(variant, {}).setdefault(seed, {"name": name, "after_grpo": grpo_m, "after_sft": sft_m})
+        entry = {"name": name, "after_grpo": grpo_m, "after_sft": sft_m}
+        out.setdefault(variant, {}).setdefault(grpo_seed(params), entry)
     return out
 
 

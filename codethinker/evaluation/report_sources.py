@@ -6,14 +6,23 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codethinker.evaluation.benchmarks import BENCHMARKS
 
-__all__ = ["ModelResult", "exp_revs", "from_dvc_exps", "from_metrics_dir", "from_mlflow"]
+__all__ = [
+    "ModelResult",
+    "dotted",
+    "exp_revs",
+    "exp_runs",
+    "from_dvc_exps",
+    "from_metrics_dir",
+    "from_mlflow",
+    "grpo_seed",
+]
 
 
 @dataclass
@@ -100,6 +109,35 @@ def exp_revs(data: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]
         for exp in top.get("experiments") or []:
             for rev in exp.get("revs") or []:
                 yield rev.get("name") or exp.get("name") or rev.get("rev", "?")[:7], rev
+
+
+def exp_runs(exp_show: list[dict[str, Any]] | str, metrics_file: str) -> Iterator[tuple[str, dict, dict]]:
+    """``(name, params.yaml, the data of metrics_file)`` of each rev of ``dvc exp show --json`` (the text or
+    its parsed JSON); a missing part is ``{}``."""
+    data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
+    for name, rev in exp_revs(data):
+        d = rev.get("data") or {}
+        params = ((d.get("params") or {}).get("params.yaml") or {}).get("data") or {}
+        yield name, params, ((d.get("metrics") or {}).get(metrics_file) or {}).get("data") or {}
+
+
+def dotted(d: Any, key: str) -> Any:
+    """``d["a"]["b"]`` for ``key`` ``"a.b"``; None where a level is missing or not a mapping.
+
+    >>> dotted({"grpo": {"seed": 3}}, "grpo.seed"), dotted({"grpo": 1}, "grpo.seed")
+    (3, None)
+    """
+    for part in key.split("."):
+        if not isinstance(d, Mapping) or part not in d:
+            return None
+        d = d[part]
+    return d
+
+
+def grpo_seed(params: Mapping[str, Any]) -> int:
+    """The seed an experiment's GRPO ran with: ``grpo.seed``, else ``base.seed`` (else 0)."""
+    seed = dotted(params, "grpo.seed")
+    return int(dotted(params, "base.seed") or 0) if seed is None else int(seed)
 
 
 def from_dvc_exps(exp_show: list[dict[str, Any]] | str) -> dict[str, dict[str, ModelResult]]:
