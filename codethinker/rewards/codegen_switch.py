@@ -46,7 +46,7 @@ from codethinker.codegen.task import ASK, CodegenProblem
 from codethinker.config.loader import from_mapping
 from codethinker.evaluation.codegen import PY_TAGS, fenced_blocks
 from codethinker.rewards.codegen import format_score, outcome_score
-from codethinker.rewards.recode import ProcessRewardModel, cg_scores, recode_format, recode_program
+from codethinker.rewards.recode import ProcessRewardModel, cg_scores, recode_program
 from codethinker.rewards.reflexicoder import ReflexiConfig, reflexicoder_score
 from codethinker.rewards.score import Score
 
@@ -157,31 +157,23 @@ def _reflexicoder(spec: CodegenRewardSpec, completions: Sequence[str], problems:
 
 
 def _recode_rewards(
-    spec: CodegenRewardSpec, completions: Sequence[str], problems: Sequence[CodegenProblem], gated: bool
+    spec: CodegenRewardSpec,
+    completions: Sequence[str],
+    problems: Sequence[CodegenProblem],
+    gated: bool,
+    process: bool = True,
 ) -> list:
-    """ReCode's CG-GRPO (``cg_grpo``) and its ungated ablation: the judge runs each completion's
-    ``<answer>`` program, the CRPL reward model (``spec.reward_model``, the ``reward_model`` stage's output)
-    scores each (ReCode prompt, completion), :func:`~codethinker.rewards.recode.cg_scores` adds them up."""
+    """ReCode's format, scored by :func:`~codethinker.rewards.recode.cg_scores` on the judged ``<answer>``
+    programs: CG-GRPO (``cg_grpo``, ``gated``) and its ungated ablation with ``R_proc`` from the CRPL reward
+    model (``spec.reward_model``, the ``reward_model`` stage's output) on each (ReCode prompt, completion);
+    ``recode_outcome`` without the model (``process`` off: ``R_fmt + R_out``, outcome-only GRPO in that
+    format, and how ``codegen_eval`` measures a CG-GRPO policy: the reward model trains, it does not score)."""
     verdicts = judge_programs(problems, [recode_program(c) for c in completions], spec.limits)
-    rm_scores = _process_model(spec.reward_model).score([recode_prompt(p) for p in problems], list(completions))
-    scores = cg_scores(completions, problems, verdicts, rm_scores, gated=gated)
-    return [CodegenScore(s) for s in scores]
-
-
-def _recode_outcome(spec: CodegenRewardSpec, completions: Sequence[str], problems: Sequence[CodegenProblem]) -> list:
-    """``recode_outcome``: ReCode's format and ``R_fmt + R_out`` without the reward model (outcome-only GRPO
-    in that format, and how ``codegen_eval`` measures a CG-GRPO policy: the reward model trains, not scores)."""
-    verdicts = judge_programs(problems, [recode_program(c) for c in completions], spec.limits)
-    out = []
-    for c, p, v in zip(completions, problems, verdicts, strict=True):
-        (fmt_ok, why), o = recode_format(c, p.entry_point), outcome_score(c, p, v)
-        reward = float(fmt_ok) + o.r_res
-        out.append(
-            CodegenScore(
-                Score(int(fmt_ok), 0.0, o.r_res, reward, 0.0, o.answer_ok, why or o.reason, pass_rate=o.pass_rate)
-            )
-        )
-    return out
+    if process:
+        rm_scores = _process_model(spec.reward_model).score([recode_prompt(p) for p in problems], list(completions))
+    else:
+        rm_scores = [None] * len(completions)
+    return [CodegenScore(s) for s in cg_scores(completions, problems, verdicts, rm_scores, gated=gated)]
 
 
 @functools.lru_cache(maxsize=2)
@@ -224,7 +216,7 @@ SCORERS: dict[str, Callable[[CodegenRewardSpec, Sequence[str], Sequence[CodegenP
     "reflexicoder": _reflexicoder,
     "cg_grpo": functools.partial(_recode_rewards, gated=True),
     "cg_grpo_ungated": functools.partial(_recode_rewards, gated=False),
-    "recode_outcome": _recode_outcome,
+    "recode_outcome": functools.partial(_recode_rewards, gated=True, process=False),
 }
 
 

@@ -90,13 +90,14 @@ def process_reward(rm_score: float) -> float:
 
 
 def cg_score(
-    completion: str, problem: CodegenProblem, verdict: Judgement, rm_score: float, *, gated: bool = True
+    completion: str, problem: CodegenProblem, verdict: Judgement, rm_score: float | None, *, gated: bool = True
 ) -> Score:
-    """The CG-GRPO reward of one completion (``gated=False``: the ungated ablation)."""
+    """The CG-GRPO reward of one completion (``gated=False``: the ungated ablation; ``rm_score`` None: no
+    process term, ``R_fmt + R_out``)."""
     fmt_ok, why = recode_format(completion, problem.entry_point)
     outcome = outcome_score(completion, problem, verdict)
     r_out = outcome.r_res
-    r_proc = process_reward(rm_score) if (r_out == 1.0 or not gated) else 0.0
+    r_proc = process_reward(rm_score) if rm_score is not None and (r_out == 1.0 or not gated) else 0.0
     return Score(
         fmt=int(fmt_ok),
         r_proc=round(r_proc, 6),
@@ -113,7 +114,7 @@ def cg_scores(
     completions: Sequence[str],
     problems: Sequence[CodegenProblem],
     verdicts: Sequence[Judgement],
-    rm_scores: Sequence[float],
+    rm_scores: Sequence[float | None],
     *,
     gated: bool = True,
 ) -> list[Score]:
