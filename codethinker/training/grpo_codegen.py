@@ -18,7 +18,6 @@ response budget, the batched reward of the local backend and verl's data.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -77,25 +76,11 @@ class CodegenRewardFunc(RewardFunc):
     def from_params(cls, p: GRPOParams) -> CodegenRewardFunc:
         return cls(p)
 
-    def __call__(
-        self,
-        prompts: list,
-        completions: list,
-        truth: list[str],
-        completion_ids: list | None = None,
-        rollout_kind: list[str] | None = None,
-        **_: Any,
-    ) -> list[float]:
-        t0 = time.perf_counter()
-        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+    def score_texts(self, texts: list[str], truth: list[str]) -> list[Any]:
+        """The batch's scores, every program judged in one sandbox call; the extras are kept for :meth:`take`."""
         scored = self.spec.score_batch(texts, truth)
-        for i, s in enumerate(scored):
-            kind = rollout_kind[i] if rollout_kind else "regular"
-            n = len(completion_ids[i]) if completion_ids is not None else 0
-            self._scores.append((kind, s.score, n))
-            self._extra.append(s)
-        self._seconds += time.perf_counter() - t0
-        return [float(s.score.reward) for s in scored]
+        self._extra.extend(scored)
+        return [s.score for s in scored]
 
     def take(self) -> dict[str, float]:
         extra, self._extra = self._extra, []

@@ -102,6 +102,12 @@ class RewardFunc:
     def from_params(cls, p: GRPOParams) -> RewardFunc:
         return cls(p.crm, reward=p.reward, whitebox=p.whitebox)
 
+    def score_texts(self, texts: list[str], truth: list[str]) -> list[Score]:
+        """Each response's :class:`Score` against its row's truth (the task's reward; one call per batch)."""
+        from codethinker.contra.tracer import Flow
+
+        return [self.spec.score(text, Flow.from_json(t)) for text, t in zip(texts, truth, strict=True)]
+
     def __call__(
         self,
         prompts: list,
@@ -111,19 +117,15 @@ class RewardFunc:
         rollout_kind: list[str] | None = None,
         **_: Any,
     ) -> list[float]:
-        from codethinker.contra.tracer import Flow
-
         t0 = time.perf_counter()
-        out = []
-        for i, (c, t) in enumerate(zip(completions, truth, strict=True)):
-            text = c[-1]["content"] if isinstance(c, list) else str(c)
-            s = self.spec.score(text, Flow.from_json(t))
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        scores = self.score_texts(texts, truth)
+        for i, s in enumerate(scores):
             kind = rollout_kind[i] if rollout_kind else "regular"
             n = len(completion_ids[i]) if completion_ids is not None else 0
             self._scores.append((kind, s, n))
-            out.append(float(s.reward))
         self._seconds += time.perf_counter() - t0
-        return out
+        return [float(s.reward) for s in scores]
 
     def take(self) -> dict[str, float]:
         """Statistics of everything scored since the last call (one optimizer step)."""
