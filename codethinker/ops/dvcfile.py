@@ -4,6 +4,10 @@ A stage is addressed as DVC does: ``name``, ``name@key`` (one item of a ``foreac
 ``do:`` entry has ``${key}`` replaced) or ``sub/dvc.yaml:name``. Paths come back joined to the
 stage's ``wdir``; a path still holding an interpolation (``${item.dep}``) is left out.
 
+:func:`stage_argv` gives the arguments of a stage's ``cmd`` (``python -m stages.<name> --out data/x ...``):
+a stage's files are its ``cmd`` arguments (:func:`codethinker.ops.stage.stage_args`), so a caller that runs
+the stage's code itself (a test, a script) passes what ``dvc repro`` passes.
+
 ``meta:`` marks of a stage (DVC stores ``meta`` and ignores it) tell the flow what a stage needs:
 ``gpu: true`` (it takes the GPU slot) and ``llm: <section.key>`` or a list of them (it calls an LLM
 endpoint when that parameter is ``llm`` for the current ``base.profile``).
@@ -11,12 +15,13 @@ endpoint when that parameter is ``llm`` for the current ``base.profile``).
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["declared", "llm_params", "marks", "stage_entry"]
+__all__ = ["declared", "llm_params", "marks", "stage_argv", "stage_entry"]
 
 _KINDS = ("outs", "metrics", "plots")
 
@@ -66,6 +71,18 @@ def declared(stage: str, root: str | Path = ".", kinds: tuple[str, ...] = _KINDS
                     paths.append(str(wdir / raw))
         out[kind] = paths
     return out
+
+
+def stage_argv(stage: str, root: str | Path = ".") -> list[str]:
+    """The arguments of ``stage``'s ``cmd`` after ``python -m stages.<name>`` (a foreach item's ``${key}``
+    replaced), as ``main(argv)`` of the stage module takes them; ``ValueError`` when dvc.yaml has no
+    such stage or its ``cmd`` is no ``python -m <module> ...``."""
+    cmd = stage_entry(stage, root).get("cmd")
+    words = shlex.split(cmd) if isinstance(cmd, str) else []
+    if len(words) < 3 or words[1] != "-m":
+        raise ValueError(f"dvc.yaml: stage {stage!r}: no `python -m <module> ...` cmd (got {cmd!r})")
+    _, _, key = _split(stage, Path(root))
+    return [w.replace("${key}", key) if key else w for w in words[3:]]
 
 
 def marks(stage: str, root: str | Path = ".") -> dict[str, Any]:

@@ -1,10 +1,23 @@
 """The stage runner: every ``stages/*.py`` runs the same way.
 
+    ARGS = stage_args(
+        "dedup", __doc__,
+        samples=path("exec_filter's samples (JSONL)"), ..., metrics=path("the stage's metrics (JSON)"),
+    )
+
     @stage_main
-    def main() -> None:
+    def main(argv: list[str] | None = None) -> None:
+        paths = ARGS.parse(argv)                  # the files it reads and writes: dvc.yaml's cmd
         cfg = load_config(DedupConfig)            # the typed params section (codethinker.config)
         with stage_run("dedup", cfg.as_dict()):
-            run(cfg)               # writes the stage's outs and its metrics file
+            run(cfg, paths)        # writes the stage's outs and its metrics file
+
+- :func:`stage_args` declares a stage's command line: every file or folder it reads or writes is a
+  required ``--<name> PATH`` argument (:func:`path`; ``many``: one or more), parsed to
+  :class:`~pathlib.Path`. The paths are written once, as the arguments of the stage's ``cmd`` in
+  ``dvc.yaml``, beside the same strings in its ``deps``/``outs``/``metrics``/``plots``
+  (``tests/ops/test_stage_deps.py`` checks both directions); ``params.yaml`` holds parameters only.
+  ``python -m stages.<name> --help`` lists them.
 
 - :func:`stage_run` opens the stage's MLflow child run under the pipeline's parent run, logs the
   params, and on a normal exit logs what the stage declares in ``dvc.yaml`` exactly once: the
@@ -19,15 +32,18 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from codethinker.errors import CodethinkerError, error_line, one_line
 from codethinker.ops.runs import stage_run
 
-__all__ = ["stage_main", "stage_run"]
+__all__ = ["PathArg", "StageArgs", "path", "stage_args", "stage_main", "stage_run"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -52,3 +68,56 @@ def _main_name() -> str:
     """``dedup`` for ``python -m stages.dedup`` (``__main__``'s spec names the module)."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     return spec.name.rsplit(".", 1)[-1] if spec is not None else "stage"
+
+
+@dataclass(frozen=True)
+class PathArg:
+    """A file or folder a stage reads or writes: ``--<name> PATH`` (``many``: ``PATH [PATH ...]``)."""
+
+    help: str
+    many: bool = False
+
+
+def path(help: str, *, many: bool = False) -> PathArg:
+    """One path argument of a stage (required; a :class:`~pathlib.Path`, or a list of them if ``many``)."""
+    return PathArg(help, many)
+
+
+@dataclass(frozen=True)
+class StageArgs:
+    """A stage's command line: ``python -m stages.<name>``, its ``options`` (required strings, such as
+    evaluate's ``--model``) and its ``paths`` (required, :class:`~pathlib.Path`)."""
+
+    name: str
+    description: str
+    paths: Mapping[str, PathArg]
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def flag(name: str) -> str:
+        """``--truth-metrics`` for the argument ``truth_metrics``."""
+        return "--" + name.replace("_", "-")
+
+    def parser(self) -> argparse.ArgumentParser:
+        ap = argparse.ArgumentParser(prog=f"python -m stages.{self.name}", description=self.description)
+        for name, help in self.options.items():
+            ap.add_argument(self.flag(name), dest=name, required=True, help=help)
+        files = ap.add_argument_group("paths", "what the stage reads and writes (its cmd in dvc.yaml)")
+        for name, arg in self.paths.items():
+            nargs = "+" if arg.many else None
+            files.add_argument(
+                self.flag(name), dest=name, type=Path, nargs=nargs, required=True, metavar="PATH", help=arg.help
+            )
+        return ap
+
+    def parse(self, argv: Sequence[str] | None = None) -> argparse.Namespace:
+        """The arguments (``sys.argv[1:]`` when ``argv`` is None); a missing or unknown one exits 2 with usage."""
+        return self.parser().parse_args(argv)
+
+
+def stage_args(
+    name: str, doc: str | None, /, *, options: Mapping[str, str] | None = None, **paths: PathArg
+) -> StageArgs:
+    """Stage ``name``'s command line; ``doc`` (the module docstring) gives ``--help`` its first line."""
+    description = (doc or "").strip().split("\n", 1)[0]
+    return StageArgs(name, description, dict(paths), dict(options or {}))

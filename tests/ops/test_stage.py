@@ -1,4 +1,5 @@
-"""The stage runner (codethinker.ops.stage): one-line expected errors, declared metrics logged once."""
+"""The stage runner (codethinker.ops.stage): one-line expected errors, declared metrics logged once, the paths
+as the command's arguments."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from codethinker.errors import CodethinkerError
-from codethinker.ops.dvcfile import declared, llm_params, marks
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.dvcfile import declared, llm_params, marks, stage_argv
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.params import ParamsError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,12 +53,58 @@ def test_stage_process_exits_with_the_code_and_one_line(tmp_path: Path) -> None:
     """``python -m stages.<name>`` with a params file that does not resolve: one line on stderr, exit 2."""
     (tmp_path / "params.yaml").write_text("base: [not, a, mapping\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT), CODETHINKER_TRACKING="off")
-    proc = subprocess.run(
-        [sys.executable, "-m", "stages.synth"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
+    cmd = [sys.executable, "-m", "stages.synth", *stage_argv("synth", ROOT)]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("synth: error: ") and "params.yaml" in lines[0], proc.stderr
+
+
+ARGS = stage_args(
+    "toy",
+    "Stage toy: reads one file, writes two.\n\nMore text.",
+    options={"model": "a key of toy.models"},
+    data=path("the rows it reads (JSONL)"),
+    out=path("the folder it writes"),
+    parts=path("the pieces (JSONL)", many=True),
+)
+
+
+def test_stage_args_are_required_paths(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ARGS.parse(["--model", "m", "--data", "d/x.jsonl", "--out", "o", "--parts", "a.jsonl", "b.jsonl"])
+    assert vars(args) == {
+        "model": "m",
+        "data": Path("d/x.jsonl"),
+        "out": Path("o"),
+        "parts": [Path("a.jsonl"), Path("b.jsonl")],
+    }
+    with pytest.raises(SystemExit) as info:
+        ARGS.parse(["--model", "m", "--data", "d/x.jsonl", "--parts", "a"])
+    assert info.value.code == 2 and "the following arguments are required: --out" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ARGS.parse(["--model", "m", "--data", "d", "--out", "o", "--parts", "a", "--other", "x"])
+    assert "unrecognized arguments: --other x" in capsys.readouterr().err
+
+
+def test_stage_help_lists_its_paths() -> None:
+    text = ARGS.parser().format_help()
+    usage = " ".join(text.split("\n\n")[0].split())
+    assert usage == "usage: python -m stages.toy [-h] --model MODEL --data PATH --out PATH --parts PATH [PATH ...]"
+    assert "Stage toy: reads one file, writes two." in text and "More text" not in text
+    assert "--data PATH" in text and "the rows it reads (JSONL)" in text and "the pieces (JSONL)" in text
+
+
+def test_stage_argv_is_the_cmd_after_the_module(tmp_path: Path) -> None:
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  a:\n    cmd: >-\n      python -m stages.a --in data/a b.jsonl\n      --out 'data/x y'\n"
+        "  ev:\n    foreach: [m, n]\n    do:\n      cmd: python -m stages.ev --model ${key} --out data/${key}\n"
+        "  sh:\n    cmd: ./run.sh\n"
+    )
+    assert stage_argv("a", tmp_path) == ["--in", "data/a", "b.jsonl", "--out", "data/x y"]
+    assert stage_argv("ev@n", tmp_path) == ["--model", "n", "--out", "data/n"]
+    for bad in ("sh", "nope"):
+        with pytest.raises(ValueError, match=r"no `python -m <module> \.\.\.` cmd"):
+            stage_argv(bad, tmp_path)
 
 
 def test_the_run_ends_failed_on_an_expected_error(tracking_on: Path) -> None:
