@@ -1,14 +1,18 @@
 """Stage contra_sft: ConTra CoT extraction, the SFT/GRPO split by function, and the funnel.
 
-Run: ``python -m stages.contra_sft`` (or ``dvc repro contra_sft``). Reads ``params.yaml:
-contra_sft`` and ``data/dedup/samples.jsonl``; writes ``data/contra_sft/sft.jsonl`` (chat
-messages: ConTra prompt, teacher trace), ``data/contra_sft/grpo_train.parquet`` and
-``grpo_eval.parquet`` (verl's schema), ``metrics/contra_sft.json``, and the whole funnel:
-``metrics/funnel.json`` (one entry per profile) and ``docs/funnel.md``.
+Run: ``python -m stages.contra_sft --samples data/dedup/samples.jsonl --fetch-metrics metrics/fetch.json
+--ast-filter-metrics metrics/ast_filter.json --gen-inputs-metrics metrics/gen_inputs.json --exec-filter-metrics
+metrics/exec_filter.json --dedup-metrics metrics/dedup.json --sft data/contra_sft/sft.jsonl --grpo-train
+data/contra_sft/grpo_train.parquet --grpo-eval data/contra_sft/grpo_eval.parquet --metrics metrics/contra_sft.json
+--funnel metrics/funnel.json --funnel-md docs/funnel.md`` (its cmd in dvc.yaml: ``dvc repro contra_sft``).
+Reads ``params.yaml: contra_sft``, dedup's samples and the data stages' metrics; writes the SFT rows (chat
+messages: ConTra prompt, teacher trace), the GRPO prompts and the held-out ones (verl's parquet schema), its
+metrics, and the whole funnel: its JSON (one entry per profile) and its markdown table.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from collections import Counter
@@ -24,12 +28,21 @@ from codethinker.data.io import atomic_write, read_jsonl, write_json, write_json
 from codethinker.data.llm import ChatClient
 from codethinker.data.sft import extract_traces, grpo_record, sft_record, split_by_function
 from codethinker.data.synth import sample_source
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 
-IN = Path("data/dedup/samples.jsonl")
-OUT = Path("data/contra_sft")
-METRICS, FUNNEL, FUNNEL_MD = Path("metrics/contra_sft.json"), Path("metrics/funnel.json"), Path("docs/funnel.md")
-STAGES = ("fetch", "ast_filter", "gen_inputs", "exec_filter", "dedup")
+STAGES = ("fetch", "ast_filter", "gen_inputs", "exec_filter", "dedup")  # the funnel's stages before this one
+ARGS = stage_args(
+    "contra_sft",
+    __doc__,
+    samples=path("dedup's samples (JSONL)"),
+    **{f"{s}_metrics": path(f"the {s} stage's metrics: its step of the funnel (JSON)") for s in STAGES},
+    sft=path("the SFT rows: chat messages (JSONL)"),
+    grpo_train=path("the GRPO prompts (verl's parquet schema)"),
+    grpo_eval=path("the held-out GRPO prompts (verl's parquet schema)"),
+    metrics=path("this stage's counts (JSON)"),
+    funnel=path("the whole funnel, one entry per profile (JSON, kept across runs)"),
+    funnel_md=path("the funnel's tables (markdown, kept across runs)"),
+)
 
 
 def _parquet(path: Path, rows: list[dict]) -> None:
@@ -47,10 +60,10 @@ def split_synth(samples: list[dict], seed: int, n_eval: int, n_grpo: int) -> tup
     return pick(lambda t: t not in held and t not in grpo), pick(grpo.__contains__), pick(held.__contains__)
 
 
-def run(cfg: ContraSFTConfig) -> dict:
+def run(cfg: ContraSFTConfig, paths: argparse.Namespace) -> dict:
     seed = cfg.base.seed
     prompt = cfg.prompt
-    samples = read_jsonl(IN, {"id": str, "task_id": str, "truth": str})
+    samples = read_jsonl(paths.samples, {"id": str, "task_id": str, "truth": str})
     synth = [s for s in samples if sample_source(s) == "synth"]
     synth_sft, synth_grpo, synth_eval = split_synth(synth, seed, cfg.synth_split.eval, cfg.synth_split.grpo)
     sft_half, grpo_half = split_by_function([s for s in samples if sample_source(s) == "leetcode"], seed)
@@ -66,9 +79,9 @@ def run(cfg: ContraSFTConfig) -> dict:
     src = cfg.data_source
     train = synth_grpo + [s for s in grpo_half if s["task_id"] not in held]
     evals = synth_eval + [s for s in grpo_half if s["task_id"] in held]
-    write_jsonl(OUT / "sft.jsonl", sft_rows)
-    _parquet(OUT / "grpo_train.parquet", [grpo_record(s, src, "train", i, prompt) for i, s in enumerate(train)])
-    _parquet(OUT / "grpo_eval.parquet", [grpo_record(s, src, "eval", i, prompt) for i, s in enumerate(evals)])
+    write_jsonl(paths.sft, sft_rows)
+    _parquet(paths.grpo_train, [grpo_record(s, src, "train", i, prompt) for i, s in enumerate(train)])
+    _parquet(paths.grpo_eval, [grpo_record(s, src, "eval", i, prompt) for i, s in enumerate(evals)])
     by_source = lambda rows: {k: sum(sample_source(r) == k for r in rows) for k in ("synth", "leetcode")}  # noqa: E731
     metrics = {
         "teacher": teacher,
@@ -88,8 +101,8 @@ def run(cfg: ContraSFTConfig) -> dict:
     }
     if llm_stats is not None:
         metrics["llm"] = llm_stats
-    write_json(METRICS, metrics)
-    _write_funnel(metrics, cfg.base.profile)
+    write_json(paths.metrics, metrics)
+    _write_funnel(metrics, cfg.base.profile, paths)
     return metrics
 
 
@@ -110,22 +123,23 @@ def _teacher_traces(cfg: ContraSFTConfig, flows: list[Flow]) -> tuple[list, Coun
     return traces, rejected, ({k: sum(c.stats[k] for c in clients) for k in keys} if clients else None)
 
 
-def _write_funnel(metrics: dict, profile: str) -> None:
+def _write_funnel(metrics: dict, profile: str, paths: argparse.Namespace) -> None:
     """The whole funnel of this profile, from every data stage's metrics, beside the other profile's."""
-    stage_metrics = {k: json.loads(Path(f"metrics/{k}.json").read_text()) for k in STAGES}
-    funnels = json.loads(FUNNEL.read_text()) if FUNNEL.is_file() else {}
+    stage_metrics = {k: json.loads(getattr(paths, f"{k}_metrics").read_text()) for k in STAGES}
+    funnels = json.loads(paths.funnel.read_text()) if paths.funnel.is_file() else {}
     funnels[profile] = build_funnel({**stage_metrics, "contra_sft": metrics}, profile)
     funnels = {p: funnels[p] for p in ("default", "full") if p in funnels}
-    write_json(FUNNEL, funnels)
-    with atomic_write(FUNNEL_MD) as fh:
+    write_json(paths.funnel, funnels)
+    with atomic_write(paths.funnel_md) as fh:
         fh.write(funnel_markdown(funnels))
 
 
 @stage_main
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    paths = ARGS.parse(argv)
     cfg = load_config(ContraSFTConfig)
     with stage_run("contra_sft", cfg.as_dict()):
-        metrics = run(cfg)
+        metrics = run(cfg, paths)
     print(f"contra_sft: SFT {metrics['sft']} traces, GRPO {metrics['grpo_train']} + {metrics['grpo_eval']} held out")
 
 

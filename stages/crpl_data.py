@@ -1,15 +1,16 @@
 """Stage crpl_data: ReCode's CRPL preference pairs (t+ > t-, t+ > t, t > t-) on the codegen problems.
 
-Run: ``python -m stages.crpl_data`` (or ``dvc repro crpl_data``). Reads ``params.yaml: recode`` (backend,
-bug_tries, the llm teacher), ``codegen`` (the train splits whose ``response`` is the base reasoning, the
-judge's limits), ``data/codegen/problems.jsonl`` (the kept, decontaminated problems and their split);
-writes ``data/crpl/train.jsonl`` and ``data/crpl/eval.jsonl`` (pairs of the held-out problems) and
-``metrics/crpl_data.json`` (pairs per type, drops with their reasons). Rules: docs/recode.md.
+Run: ``python -m stages.crpl_data --problems data/codegen/problems.jsonl --train data/crpl/train.jsonl --eval
+data/crpl/eval.jsonl --metrics metrics/crpl_data.json`` (its cmd in dvc.yaml: ``dvc repro crpl_data``). Reads
+``params.yaml: recode`` (backend, bug_tries, the llm teacher), ``codegen`` (the train splits whose ``response``
+is the base reasoning, the judge's limits) and codegen_data's problems (kept, decontaminated, with their split);
+writes the training pairs, the pairs of the held-out problems and the metrics (pairs per type, drops with their
+reasons). Rules: docs/recode.md.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import argparse
 
 from codethinker.codegen.crpl import build_pairs, split_pairs
 from codethinker.codegen.crpl_llm import llm_teacher
@@ -21,15 +22,20 @@ from codethinker.config.recode import RecodeConfig
 from codethinker.data.io import iter_jsonl, write_json, write_jsonl
 from codethinker.data.llm import ChatClient
 from codethinker.data.sources import load_leetcode
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 
-PROBLEMS = Path("data/codegen/problems.jsonl")
-TRAIN, EVAL = Path("data/crpl/train.jsonl"), Path("data/crpl/eval.jsonl")
-METRICS = Path("metrics/crpl_data.json")
+ARGS = stage_args(
+    "crpl_data",
+    __doc__,
+    problems=path("codegen_data's problems (JSONL)"),
+    train=path("the preference pairs of the training problems (JSONL)"),
+    eval=path("the pairs of the held-out problems (JSONL)"),
+    metrics=path("pairs per type, drops with their reasons (JSON)"),
+)
 
 
-def run(cfg: RecodeConfig, codegen: CodegenConfig) -> dict:
-    problems = [CodegenProblem.from_json(r) for r in iter_jsonl(PROBLEMS)][: cfg.limit]
+def run(cfg: RecodeConfig, codegen: CodegenConfig, paths: argparse.Namespace) -> dict:
+    problems = [CodegenProblem.from_json(r) for r in iter_jsonl(paths.problems)][: cfg.limit]
     paths = [(n.removesuffix("-train"), p) for n, p in source_paths(codegen, codegen.leetcode)]
     records, _ = load_leetcode(paths, extra=("response",))
     responses = {r["task_id"]: r["response"] for r in records}
@@ -50,19 +56,20 @@ def run(cfg: RecodeConfig, codegen: CodegenConfig) -> dict:
         if client is not None:
             client.close()
     train, heldout = split_pairs(pairs)
-    write_jsonl(TRAIN, train)
-    write_jsonl(EVAL, heldout)
+    write_jsonl(paths.train, train)
+    write_jsonl(paths.eval, heldout)
     metrics = {"backend": cfg.backend, **metrics}
-    write_json(METRICS, metrics)
+    write_json(paths.metrics, metrics)
     return metrics
 
 
 @stage_main
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    paths = ARGS.parse(argv)
     cfg = load_config(RecodeConfig)
     codegen = load_config(CodegenConfig)
     with stage_run("crpl_data", cfg.as_dict()):
-        m = run(cfg, codegen)
+        m = run(cfg, codegen, paths)
     print(
         f"crpl_data: {m['problems_in']} problems -> {m['pairs_train']} train + {m['pairs_eval']} eval pairs; "
         f"dropped {m['dropped']}"

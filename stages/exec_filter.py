@@ -1,16 +1,16 @@
 """Stage exec_filter (funnel step 3): run each (function, input) in the sandbox under the tracer.
 
-Run: ``python -m stages.exec_filter`` (or ``dvc repro exec_filter``). Reads ``params.yaml:
-exec_filter``, ``data/gen_inputs/inputs.jsonl`` (LeetCode) and ``data/synth/inputs.jsonl`` (short
-generated programs); writes ``data/exec_filter/samples.jsonl``
-(expected output + ConTra truth JSON per kept sample) and ``metrics/exec_filter.json`` (drop
-reasons, see :mod:`codethinker.data.execute`).
+Run: ``python -m stages.exec_filter --leetcode data/gen_inputs/inputs.jsonl --synth data/synth/inputs.jsonl
+--out data/exec_filter/samples.jsonl --metrics metrics/exec_filter.json`` (its cmd in dvc.yaml: ``dvc repro
+exec_filter``). Reads ``params.yaml: exec_filter``, gen_inputs' LeetCode inputs and synth's short generated
+programs; writes the kept samples (expected output + ConTra truth JSON each) and the metrics (drop reasons, see
+:mod:`codethinker.data.execute`).
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
-from pathlib import Path
 
 from codethinker.config import load_config
 from codethinker.config.data import ExecFilterConfig
@@ -18,24 +18,29 @@ from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import trace_many
 from codethinker.data.execute import exec_filter
 from codethinker.data.io import read_jsonl, write_json, write_jsonl
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.sandbox import SandboxConfig
 
-INS = {"leetcode": Path("data/gen_inputs/inputs.jsonl"), "synth": Path("data/synth/inputs.jsonl")}
-OUT = Path("data/exec_filter/samples.jsonl")
-METRICS = Path("metrics/exec_filter.json")
+ARGS = stage_args(
+    "exec_filter",
+    __doc__,
+    leetcode=path("gen_inputs' LeetCode input records (JSONL)"),
+    synth=path("synth's generated programs (JSONL)"),
+    out=path("the kept samples with their truths (JSONL)"),
+    metrics=path("counts and drop reasons: LeetCode's at the top, the generated programs' under synth (JSON)"),
+)
 FIELDS = {"task_id": str, "entry": str, "code": str, "inputs": list}
 
 
-def run(cfg: ExecFilterConfig) -> dict:
+def run(cfg: ExecFilterConfig, paths: argparse.Namespace) -> dict:
     """Both sources through the same filter; metrics: LeetCode's counts (the funnel's) at the top,
     the generated programs' under ``synth``."""
     config = SandboxConfig(timeout_s=float(cfg.timeout_s), memory_mb=cfg.memory_mb, workers=cfg.workers)
     tracer = functools.partial(trace_many, sandbox_config=config, progress="exec_filter")
     kept, metrics = [], {}
-    for source, path in INS.items():
+    for source, records in (("leetcode", paths.leetcode), ("synth", paths.synth)):
         samples, counts = exec_filter(
-            read_jsonl(path, FIELDS),
+            read_jsonl(records, FIELDS),
             tracer=tracer,
             render=render_trace,
             max_trace_chars=cfg.max_trace_chars,
@@ -46,16 +51,17 @@ def run(cfg: ExecFilterConfig) -> dict:
             metrics.update(counts)
         else:
             metrics[source] = counts
-    write_jsonl(OUT, kept)
-    write_json(METRICS, metrics)
+    write_jsonl(paths.out, kept)
+    write_json(paths.metrics, metrics)
     return metrics
 
 
 @stage_main
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    paths = ARGS.parse(argv)
     cfg = load_config(ExecFilterConfig)
     with stage_run("exec_filter", cfg.as_dict()):
-        metrics = run(cfg)
+        metrics = run(cfg, paths)
     print(f"exec_filter: {metrics['pairs_in']} pairs -> {metrics['samples']} samples; {metrics['dropped']}")
 
 

@@ -1,13 +1,14 @@
 """Stage fetch: LeetCodeDataset train splits and the similarity filter's benchmark programs.
 
-Run: ``python -m stages.fetch`` (or ``dvc repro fetch``). Reads ``params.yaml: fetch`` and
-``base.mirror``; writes ``data/fetch/problems.jsonl``, ``data/fetch/benchmarks.jsonl`` and
-``metrics/fetch.json``. Files come from the mirror (read in place) or their pinned public
-URLs, and must match the sha256 figures of PROVENANCE.md.
+Run: ``python -m stages.fetch --problems data/fetch/problems.jsonl --benchmarks data/fetch/benchmarks.jsonl
+--metrics metrics/fetch.json`` (its cmd in dvc.yaml: ``dvc repro fetch``). Reads ``params.yaml: fetch`` and
+``base.mirror``; writes the problems, the benchmark programs and the metrics. Files come from the mirror
+(read in place) or their pinned public URLs, and must match the sha256 figures of PROVENANCE.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -15,13 +16,18 @@ from codethinker.config import load_config
 from codethinker.config.data import FetchConfig
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.sources import SOURCES, load_benchmarks, load_leetcode, load_livecodebench, resolve
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 
-OUT = Path("data/fetch")
-METRICS = Path("metrics/fetch.json")
+ARGS = stage_args(
+    "fetch",
+    __doc__,
+    problems=path("the LeetCode problems, one a line (JSONL)"),
+    benchmarks=path("the benchmark programs the dedup stage compares with (JSONL)"),
+    metrics=path("counts and each file's origin (JSON)"),
+)
 
 
-def run(cfg: FetchConfig) -> dict:
+def run(cfg: FetchConfig, paths: argparse.Namespace) -> dict:
     mirror = cfg.base.mirror_root()
     if mirror is None:
         print(f"fetch: no mirror at base.mirror={cfg.base.mirror!r}; downloading", file=sys.stderr)
@@ -48,8 +54,8 @@ def run(cfg: FetchConfig) -> dict:
         lcb_note = why or f"{len(lcb)} programs"
         if why:
             print(f"fetch: {why}", file=sys.stderr)
-    write_jsonl(OUT / "problems.jsonl", problems)
-    write_jsonl(OUT / "benchmarks.jsonl", benchmarks)
+    write_jsonl(paths.problems, problems)
+    write_jsonl(paths.benchmarks, benchmarks)
     per_bench = {b: sum(1 for r in benchmarks if r["benchmark"] == b) for b in sorted(wanted)}
     metrics = {
         "leetcode_rows": counts["rows"],
@@ -59,16 +65,17 @@ def run(cfg: FetchConfig) -> dict:
         "livecodebench": lcb_note,
         "origins": origins,
     }
-    write_json(METRICS, metrics)
+    write_json(paths.metrics, metrics)
     return metrics
 
 
 @stage_main
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    paths = ARGS.parse(argv)
     cfg = load_config(FetchConfig)
     params = cfg.as_dict()
     with stage_run("fetch", params) as tracked:
-        metrics = run(cfg)
+        metrics = run(cfg, paths)
         tracked.set_tags({"livecodebench": metrics["livecodebench"]})
     print(f"fetch: {metrics['problems']} problems, benchmark programs {metrics['benchmark_programs']}")
 

@@ -1,15 +1,15 @@
 """Stage generalize_truth: the oracle check of every generalization benchmark: each problem's own
 reference answer (canonical solution, given input, reference number) must be judged a pass.
 
-    python -m stages.generalize_truth    # or: dvc repro generalize_truth
-
-Reads ``params.yaml: generalize`` (``benchmarks``; ``truth_limit``: problems checked per benchmark,
-null: all). Writes ``metrics/generalize_truth.json``: per benchmark the problems checked, passed,
+Run: ``python -m stages.generalize_truth --metrics metrics/generalize_truth.json`` (its cmd in dvc.yaml: ``dvc
+repro generalize_truth``). Reads ``params.yaml: generalize`` (``benchmarks``; ``truth_limit``: problems checked
+per benchmark, null: all). Writes the metrics: per benchmark the problems checked, passed,
 and every failure with its status and reason (a reference that fails is reported, never dropped).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -18,12 +18,16 @@ from codethinker.config.generalize import GeneralizeConfig
 from codethinker.data.io import write_json
 from codethinker.data.sources import SourceError
 from codethinker.evaluation.generalize import oracle_check, runnable
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 
-METRICS = "metrics/generalize_truth.json"
+ARGS = stage_args(
+    "generalize_truth",
+    __doc__,
+    metrics=path("per benchmark: references checked, passed, every failure with its reason (JSON)"),
+)
 
 
-def run(cfg: GeneralizeConfig) -> dict:
+def run(cfg: GeneralizeConfig, paths: argparse.Namespace) -> dict:
     mirror, cache = cfg.base.mirror_root(), cfg.cache_dir
     limit = cfg.truth_limit
     out: dict = {}
@@ -45,15 +49,16 @@ def run(cfg: GeneralizeConfig) -> dict:
             + "".join(f"\n  {f['id']}: {f['status']}: {f['detail']}" for f in res["failures"]),
             file=sys.stderr,
         )
-    write_json(METRICS, out)
+    write_json(paths.metrics, out)
     return out
 
 
 @stage_main
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    paths = ARGS.parse(argv)
     cfg = load_config(GeneralizeConfig)
     with stage_run("generalize_truth", {"benchmarks": cfg.benchmarks, "truth_limit": cfg.truth_limit}) as tracked:
-        for name, m in run(cfg).items():
+        for name, m in run(cfg, paths).items():
             if "skipped" in m:
                 tracked.set_tags({f"{name}.skipped": m["skipped"]})
 

@@ -1,9 +1,8 @@
 """Stage synth (curriculum): short generated functions with one literal input each.
 
-    python -m stages.synth        # or: dvc repro synth
-
-Reads ``params.yaml: synth`` (``programs``, ``seed``, ``max_statements``, ``max_params``); writes
-``data/synth/inputs.jsonl`` in ``gen_inputs``' record schema
+Run: ``python -m stages.synth --out data/synth/inputs.jsonl --metrics metrics/synth.json`` (its cmd in dvc.yaml:
+``dvc repro synth``). Reads ``params.yaml: synth`` (``programs``, ``seed``, ``max_statements``, ``max_params``);
+writes the programs in ``gen_inputs``' record schema
 (``task_id`` ``synth/<n>``, ``entry``, ``code``, ``inputs``), so the same funnel runs them: the
 execution filter traces them in the sandbox, dedup compares them with the benchmark programs, and
 contra_sft renders their ConTra traces. ``programs: 0`` writes an empty file (the ``full`` profile).
@@ -12,16 +11,18 @@ A from-scratch policy learns the trace format on these first (docs/training.md, 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from codethinker.config import load_config
 from codethinker.config.data import SynthConfig
 from codethinker.data.io import write_json, write_jsonl
 from codethinker.data.synth import generate
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 
-OUT = Path("data/synth/inputs.jsonl")
-METRICS = Path("metrics/synth.json")
+ARGS = stage_args(
+    "synth",
+    __doc__,
+    out=path("the generated programs as input records (JSONL)"),
+    metrics=path("counts (JSON)"),
+)
 
 
 def records(n: int, seed: int, max_statements: int = 3, max_params: int = 2) -> list[dict]:
@@ -36,7 +37,8 @@ def records(n: int, seed: int, max_statements: int = 3, max_params: int = 2) -> 
 
 
 @stage_main
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    paths = ARGS.parse(argv)
     cfg = load_config(SynthConfig)
     n = cfg.programs or 0
     seed = cfg.seed + cfg.base.seed
@@ -44,9 +46,9 @@ def main() -> None:
         recs = records(n, seed, cfg.max_statements, cfg.max_params)
         pairs = sum(len(r["inputs"]) for r in recs)
         metrics = {"requested": n, "pairs": pairs, "functions": len(recs), "not_generated": n - pairs}
-        write_jsonl(OUT, recs)
-        write_json(METRICS, metrics)
-    print(f"synth: {metrics['pairs']} programs ({metrics['functions']} distinct functions) -> {OUT}")
+        write_jsonl(paths.out, recs)
+        write_json(paths.metrics, metrics)
+    print(f"synth: {metrics['pairs']} programs ({metrics['functions']} distinct functions) -> {paths.out}")
 
 
 if __name__ == "__main__":

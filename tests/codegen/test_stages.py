@@ -1,4 +1,5 @@
-"""The codegen_data and codegen_truth stages' main() on a slice of the real data, in a scratch folder.
+"""The codegen_data and codegen_truth stages' main(argv) on a slice of the real data, in a scratch folder, with
+the arguments of their cmd in dvc.yaml.
 
 The similarity step uses a bag-of-letters stand-in for MiniLM (the MiniLM rule itself:
 tests/data/test_similarity.py), so the test embeds nothing."""
@@ -7,13 +8,17 @@ from __future__ import annotations
 
 import importlib
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 
 from codethinker.codegen.task import CodegenProblem
 from codethinker.data.io import read_jsonl
+from codethinker.ops.dvcfile import stage_argv
 from tests.data.test_similarity import bag_encoder
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.needs_shared
@@ -28,7 +33,7 @@ def test_both_stages_on_a_slice(data_mirror, tmp_path, monkeypatch):
         "codegen": {"limit": {"default": 12, "full": None}, "heldout": 0.25, "download": False, "workers": 2},
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    importlib.import_module("stages.codegen_data").main()
+    importlib.import_module("stages.codegen_data").main(stage_argv("codegen_data", ROOT))
     m = json.loads((tmp_path / "metrics" / "codegen_data.json").read_text())
     assert m["problems_in"] == 1890 and m["duplicates"] == 1570 and m["not_sampled"] > 1000
     assert m["dropped"]["test_split_task_id"] > 0 and m["threshold"] == 0.995
@@ -38,6 +43,6 @@ def test_both_stages_on_a_slice(data_mirror, tmp_path, monkeypatch):
     assert sum(p.split == "heldout" for p in problems) == m["heldout"] >= 1
     assert len(read_jsonl("data/codegen/similarity.jsonl")) == 12
 
-    importlib.import_module("stages.codegen_truth").main()
+    importlib.import_module("stages.codegen_truth").main(stage_argv("codegen_truth", ROOT))
     t = json.loads((tmp_path / "metrics" / "codegen_truth.json").read_text())
     assert t["checked"] == t["problems"] == len(problems) and t["passed"] == t["checked"], t["failures"]

@@ -1,4 +1,5 @@
-"""The data pipeline end to end on a slice: every stage's ``main()`` in a scratch project folder.
+"""The data pipeline end to end on a slice: every stage's ``main(argv)`` in a scratch project folder, with the
+arguments of its ``cmd`` in dvc.yaml (the paths it reads and writes).
 
 Real LeetCodeDataset splits from ../shared, the real sandbox, the bundled MiniLM encoder and
 MLflow on a scratch SQLite store. The benchmark list is cut to 60 programs after fetch to keep
@@ -18,7 +19,9 @@ import yaml
 
 from codethinker.contra.tracer import Flow
 from codethinker.data.io import RecordError, read_jsonl, write_jsonl
+from codethinker.ops.dvcfile import stage_argv
 
+ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["fetch", "ast_filter", "gen_inputs", "synth", "exec_filter", "dedup", "contra_sft"]
 
 
@@ -49,9 +52,9 @@ def test_chain_end_to_end(data_mirror, tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("CODETHINKER_PARENT_RUN_ID", raising=False)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params(data_mirror)))
     # the stage runner logs to MLflow what each stage declares in dvc.yaml (its metrics files)
-    (tmp_path / "dvc.yaml").write_text((Path(__file__).resolve().parents[2] / "dvc.yaml").read_text())
+    (tmp_path / "dvc.yaml").write_text((ROOT / "dvc.yaml").read_text())
     for name in STAGES:
-        importlib.import_module(f"stages.{name}").main()
+        importlib.import_module(f"stages.{name}").main(stage_argv(name))
         if name == "fetch":
             bench = read_jsonl("data/fetch/benchmarks.jsonl")
             write_jsonl("data/fetch/benchmarks.jsonl", bench[:50] + bench[-10:])
@@ -109,7 +112,7 @@ def test_chain_end_to_end(data_mirror, tmp_path, monkeypatch, capsys):
     write_jsonl("data/gen_inputs/inputs.jsonl", rows)
     # (the stage runner prints the RecordError as one line and exits 2)
     with pytest.raises(SystemExit) as exit_info:
-        importlib.import_module("stages.exec_filter").main()
+        importlib.import_module("stages.exec_filter").main(stage_argv("exec_filter"))
     assert exit_info.value.code == RecordError.exit_code
     err = capsys.readouterr().err
     assert re.search(r"data/gen_inputs/inputs\.jsonl, row 2, field 'inputs': missing field", err), err
@@ -118,5 +121,5 @@ def test_chain_end_to_end(data_mirror, tmp_path, monkeypatch, capsys):
         '{"task_id": "x", "entry": "f", "code": "", "inputs": [\n'
     )
     with pytest.raises(SystemExit):
-        importlib.import_module("stages.exec_filter").main()
+        importlib.import_module("stages.exec_filter").main(stage_argv("exec_filter"))
     assert "row 1: not valid JSON" in capsys.readouterr().err

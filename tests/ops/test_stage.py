@@ -94,6 +94,18 @@ def test_stage_help_lists_its_paths() -> None:
     assert "--data PATH" in text and "the rows it reads (JSONL)" in text and "the pieces (JSONL)" in text
 
 
+def test_a_stage_module_help_lists_the_paths_of_its_cmd() -> None:
+    """``python -m stages.dedup --help``: every path argument with its help, no params.yaml needed."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CODETHINKER_TRACKING="off")
+    proc = subprocess.run(
+        [sys.executable, "-m", "stages.dedup", "--help"], cwd="/", env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    for flag in stage_argv("dedup", ROOT)[::2]:
+        assert flag in proc.stdout
+    assert "exec_filter's samples (JSONL)" in proc.stdout
+
+
 def test_stage_argv_is_the_cmd_after_the_module(tmp_path: Path) -> None:
     (tmp_path / "dvc.yaml").write_text(
         "stages:\n  a:\n    cmd: >-\n      python -m stages.a --in data/a b.jsonl\n      --out 'data/x y'\n"
