@@ -12,7 +12,8 @@
 #   3 export    verl's last checkpoint exported to models/grpo/{adapter,merged} (transformers loads it)
 #   4 eval      train_eval on the merged model: a slice of held-out prompts, vLLM CUDA
 #   5 local     the local backend (TRL + vLLM with sleep mode): 2 steps; its GPU memory plan is logged
-# It works in a scratch folder (gpu_check/) with its own params.yaml; nothing in the project is changed.
+# It works in a scratch folder (gpu_check/) with its own params.yaml; nothing in the project is changed. Each stage
+# gets the paths of its cmd in dvc.yaml (`args STAGE`).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PY:-$ROOT/.venv/bin/python}
@@ -45,6 +46,10 @@ for item in sys.argv[2:]:
 open(sys.argv[1], "w").write(yaml.safe_dump(data, sort_keys=False))
 EOF
 }
+args() {  # args STAGE: the arguments of STAGE's cmd in dvc.yaml (the files it reads and writes)
+  "$PY" -c 'import shlex, sys; from codethinker.ops.dvcfile import stage_argv; print(shlex.join(stage_argv(*sys.argv[1:])))' \
+    "$1" "$ROOT"
+}
 cd "$ROOT"
 COMMON=(grpo.max_steps=3 grpo.prompts_per_step=4 grpo.save_steps=1 train_eval.max_prompts='{synth: 16, leetcode: 4}'
         "train_eval.models={before_sft: models/sft/merged, after_sft: models/sft/merged, after_grpo: models/grpo/merged}")
@@ -53,12 +58,12 @@ params "${COMMON[@]}" grpo.backend=verl grpo.verl.gpus_per_node=1 grpo.verl.ppo_
 step gpu 120 bash -c "'$PY' -c 'import torch; assert torch.cuda.is_available(); print(torch.cuda.get_device_name(0))' \
   && '$VERL_PYTHON' -c 'import torch, verl, vllm; assert torch.cuda.is_available(); print(verl.__version__, vllm.__version__)'"
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv 2>/dev/null || true
-step verl 300 "$PY" -m stages.grpo
+step verl 300 "$PY" -m stages.grpo $(args grpo)
 step export 30 "$PY" -c "from transformers import AutoModelForCausalLM as M; M.from_pretrained('models/grpo/merged'); print('ok')"
-step eval 150 "$PY" -m stages.train_eval
+step eval 150 "$PY" -m stages.train_eval $(args train_eval)
 params "${COMMON[@]}" grpo.backend=local grpo.max_steps=2 grpo.rollout_engine=vllm grpo.vllm_sleep=true \
-  grpo.gradient_checkpointing=true grpo.out=models/grpo_local
-step local 200 "$PY" -m stages.grpo
+  grpo.gradient_checkpointing=true
+step local 200 "$PY" -m stages.grpo $(args grpo) --out models/grpo_local
 grep -h "grpo GPU memory\|KV cache" "$WORK/log.txt" | sort -u | head -20 || true  # the plan beside vLLM's figure
 echo "gpu_check: $([ $FAILED = 0 ] && echo PASS || echo FAIL) (log: $WORK/log.txt)"
 exit $FAILED

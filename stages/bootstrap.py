@@ -1,10 +1,11 @@
 """Stage bootstrap: the tiny random Qwen2 policy the default profile trains from scratch.
 
-    python -m stages.bootstrap            # -> models/base (weights, tokenizer, ChatML template)
+Run: ``python -m stages.bootstrap --corpus data/contra_sft/sft.jsonl --out models/base`` (its cmd in dvc.yaml:
+``dvc repro bootstrap``): weights, tokenizer and ChatML template in ``--out``.
 
 Reads ``bootstrap`` (shape, tokenizer) and ``base``. ``tokenizer: train`` learns a byte-level BPE
 of ``vocab_size`` tokens (pre-tokenized as ``bpe_split`` says) on the SFT rows
-(``data/contra_sft/sft.jsonl``, prompts and traces: the training split only, never a held-out or
+(``--corpus``, prompts and traces: the training split only, never a held-out or
 benchmark program); ``tokenizer: mirror`` copies the real
 Qwen2 tokenizer from ``base.tokenizer_mirror``. ``model.base`` (used by sft/grpo/train_eval)
 defaults to this stage's output; set it to a hub id such as ``Qwen/Qwen2.5-Coder-7B-Instruct``
@@ -20,11 +21,16 @@ from pathlib import Path
 from codethinker.config import as_dict, load_config
 from codethinker.config.bootstrap import BootstrapConfig
 from codethinker.data.io import iter_jsonl
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.training.bootstrap import build_tiny_model
 from codethinker.training.tokenizer import train_bpe
 
-CORPUS = Path("data/contra_sft/sft.jsonl")
+ARGS = stage_args(
+    "bootstrap",
+    __doc__,
+    corpus=path("tokenizer train: the SFT rows the BPE is learnt on (chat JSONL)"),
+    out=path("the tiny policy's folder (weights, tokenizer, bootstrap.json)"),
+)
 
 
 def corpus_texts(path: Path):
@@ -34,14 +40,15 @@ def corpus_texts(path: Path):
 
 
 @stage_main
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    paths = ARGS.parse(argv)
     cfg = load_config(BootstrapConfig)
     p = cfg.as_dict()
     kind = cfg.tokenizer
     if kind == "train":
-        texts = list(corpus_texts(CORPUS))
+        texts = list(corpus_texts(paths.corpus))
         if not texts:
-            raise SystemExit(f"bootstrap: {CORPUS} has no rows to train the tokenizer on (run contra_sft first)")
+            raise SystemExit(f"bootstrap: {paths.corpus} has no rows to train the tokenizer on (run contra_sft first)")
         tokenizer = train_bpe(texts, cfg.vocab_size, cfg.bpe_split)
     elif kind == "mirror":
         tokenizer = Path(os.environ.get("CODETHINKER_TOKENIZER") or cfg.base.tokenizer_mirror or "")
@@ -49,7 +56,7 @@ def main() -> None:
             raise SystemExit(f"bootstrap: no tokenizer files in {tokenizer} (set base.tokenizer_mirror)")
     else:
         raise SystemExit(f"bootstrap.tokenizer must be 'train' or 'mirror', got {kind!r}")
-    out = Path(cfg.out)
+    out = paths.out
     with stage_run("bootstrap", p) as run:
         build_tiny_model(out, tokenizer, seed=cfg.base.seed, **as_dict(cfg.shape))
         meta = json.loads((out / "bootstrap.json").read_text())

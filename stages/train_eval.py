@@ -1,11 +1,10 @@
 """Stage train_eval: the policy before SFT, after SFT and after GRPO on held-out GRPO prompts.
 
-    python -m stages.train_eval   # or: dvc repro train_eval
-
-Reads ``params.yaml`` ``train_eval``, ``model.base`` and the reward GRPO trained with
-(``grpo.reward``, ``grpo.whitebox``): the held-out prompts are put in that reward's format and scored
-with it. Input ``data/contra_sft/grpo_eval.parquet`` (functions held out of SFT and GRPO training).
-Writes the DVC metrics ``metrics/train_eval.json`` (``reward_kind``, ``prompt_format``; per phase and
+Run: ``python -m stages.train_eval --data data/contra_sft/grpo_eval.parquet --metrics metrics/train_eval.json``
+(its cmd in dvc.yaml: ``dvc repro train_eval``). Reads ``params.yaml`` ``train_eval`` (``models``: the policy of
+each phase), ``model.base`` and the reward GRPO trained with (``grpo.reward``, ``grpo.whitebox``): the held-out
+prompts are put in that reward's format and scored with it. Input: the held-out GRPO prompts (functions held out
+of SFT and GRPO training). Writes the DVC metrics (``reward_kind``, ``prompt_format``; per phase and
 source: format-valid rate, mean reward, RCS, answer accuracy, truncated share, mean response tokens,
 each with its 95% bootstrap interval; the paired interval of GRPO - SFT) and logs them to MLflow as the
 ``train_eval`` child run.
@@ -13,32 +12,36 @@ each with its 95% bootstrap interval; the paired interval of GRPO - SFT) and log
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from codethinker.config import load_config
 from codethinker.config.grpo import TrainEvalConfig
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.training.grpo import load_grpo_rows
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
 from codethinker.training.train_eval import run_train_eval
 
-METRICS = Path("metrics/train_eval.json")
 SOURCES = ("synth", "leetcode")
+ARGS = stage_args(
+    "train_eval",
+    __doc__,
+    data=path("the held-out GRPO prompts (verl's parquet schema)"),
+    metrics=path("per phase and source: the means and their 95% intervals (JSON)"),
+)
 
 
 @stage_main
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    paths = ARGS.parse(argv)
     cfg = load_config(TrainEvalConfig)  # reward, whitebox: grpo's (the reward the policy was trained with)
-    data, models, p = Path(cfg.data), dict(cfg.models), cfg.params
-    rows, _ = load_grpo_rows(data)
+    models, p = dict(cfg.models), cfg.params
+    rows, _ = load_grpo_rows(paths.data)
     with stage_run("train_eval", cfg.as_dict()):
         try:
             result = run_train_eval(models, rows, p)
         except KVCacheError as exc:  # the machine cannot give the engine's KV cache
             raise SystemExit(f"train_eval: {exc}") from None
-        write_json(METRICS, result)
+        write_json(paths.metrics, result)
     print(summary(result))
 
 

@@ -117,13 +117,10 @@ def _old(resolved: dict[str, Any], name: str) -> dict[str, Any]:
     if name == "sft":
         section.setdefault("seed", seed)
         model = str(section.pop("model", None) or policy)
-        data, out = section.pop("data"), section.pop("out")
         lora = LoRAParams(**section.pop("lora"))
-        return {"model": model, "data": data, "out": out, "params": SFTParams(**section, lora=lora)}
+        return {"model": model, "params": SFTParams(**section, lora=lora)}
     if name == "grpo":
         model = str(section.pop("init", None) or policy)
-        data, out = section.pop("data"), section.pop("out")
-        section.pop("codegen_data")
         if section.get("seed") is None:
             section["seed"] = seed
         judge = ("test_timeout_s", "setup_timeout_s", "memory_mb", "workers")  # the codegen judge's limits
@@ -131,15 +128,15 @@ def _old(resolved: dict[str, Any], name: str) -> dict[str, Any]:
         section.setdefault("trace_thoughts", teacher != "none")
         nested = {"rollout": RolloutParams, "lora": LoRAParams, "verl": VerlParams}
         section.update({k: cls(**section[k]) for k, cls in nested.items() if k in section})
-        return {"init": model, "data": data, "out": out, "params": GRPOParams(**section)}
+        return {"init": model, "params": GRPOParams(**section)}
     if name == "train_eval":
-        data, models = section.pop("data"), dict(section.pop("models"))
+        models = dict(section.pop("models"))
         models["before_sft"] = models.get("before_sft") or policy
         section.setdefault("seed", seed)
         section.setdefault("trace_thoughts", teacher != "none")
         section.setdefault("reward", resolved["grpo"].get("reward") or "crm")
         section.setdefault("whitebox", resolved["grpo"].get("whitebox") or {})
-        return {"data": data, "models": models, "params": EvalParams(**section)}
+        return {"models": models, "params": EvalParams(**section)}
     if name == "evaluate":
         values = {k: v for k, v in section.items() if k in EvalConfig.__dataclass_fields__}
         return {"sampling": EvalConfig(**{"seed": seed, **values})}
@@ -187,7 +184,7 @@ def test_what_the_stages_log_keeps_every_key_they_logged() -> None:
         assert old.items() <= new.items(), name
     for name, path in (("sft", "model"), ("grpo", "init")):
         old = _old(resolved, name)
-        logged = {k: v for k, v in resolved[name].items() if k not in ("data", "out", path)}
+        logged = {k: v for k, v in resolved[name].items() if k != path}
         logged.update({path: old[path], "seed": old["params"].seed})
         if name == "grpo":
             logged["trace_thoughts"] = old["params"].trace_thoughts
@@ -210,6 +207,8 @@ def _write(tmp_path: Path, **sections: Any) -> Path:
         (SFTConfig, {"sft": {"epoch": 3}}, r"params\.yaml: sft\.epoch: unknown key \(sft has: .*epochs"),
         (SFTConfig, {"sft": {"lora": {"rank": 8}}}, r"params\.yaml: sft\.lora\.rank: unknown key"),
         (GRPOConfig, {"grpo": {"rollout": {"n": 8}}}, r"params\.yaml: grpo\.rollout\.n: unknown key"),
+        (SFTConfig, {"sft": {"out": "models/sft"}}, r"params\.yaml: sft\.out: unknown key"),  # a path: the cmd's
+        (GRPOConfig, {"grpo": {"reward_model": "m"}}, r"params\.yaml: grpo\.reward_model: a path, not a parameter"),
         (
             EvaluateConfig,
             {"evaluate": {"models": {"base": {"model": "m", "path": "x"}}}},

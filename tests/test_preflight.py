@@ -121,6 +121,13 @@ def project(tmp_path: Path, params: dict[str, Any]) -> Path:
     return root / "params.yaml"
 
 
+def stage_outs(params_path: Path, **outs: list[str]) -> Path:
+    """A dvc.yaml beside ``params_path`` whose stages write ``outs`` (stage -> its outs): what the pipeline makes."""
+    stages = {name: {"cmd": f"python -m stages.{name}", "outs": paths} for name, paths in outs.items()}
+    (params_path.parent / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}))
+    return params_path
+
+
 def results(path: Path, pr: Probes, profile: str | None = None, **kw: Any) -> dict[str, CheckResult]:
     return {r.name: r for r in run_preflight(path, profile, probes=pr, **kw).results}
 
@@ -316,12 +323,13 @@ def test_hub_model_with_the_hub_unreachable_fails(tmp_path: Path, closed_url: st
 def test_local_models_and_stage_outputs_are_no_hub_ids(tmp_path: Path) -> None:
     params = {
         "model": {"base": "models/base"},
-        "bootstrap": {"out": "models/base"},
-        "sft": {"out": "models/sft"},
+        "bootstrap": {},
+        "sft": {},
         "grpo": {"init": "models/sft/merged"},
         "evaluate": {"models": {"abs": {"model": str(tmp_path)}}},
     }
-    got = results(project(tmp_path, params), probes(tmp_path))
+    path = stage_outs(project(tmp_path, params), bootstrap=["models/base"], sft=["models/sft/merged"])
+    got = results(path, probes(tmp_path))
     assert got["hub models"].status == "skip"
     assert (
         got["hub models"].detail == f"none: the profile's models are local (models/base, models/sft/merged, {tmp_path})"
@@ -459,6 +467,7 @@ def test_gpu_check_for_a_hub_policy_without_verl_needs_one_gpu(tmp_path: Path) -
 
 def test_gpus_not_needed_for_a_local_policy_on_the_local_backend(tmp_path: Path) -> None:
     path = project(tmp_path, {"model": {"base": "models/base"}, "bootstrap": {}, "grpo": {"backend": "local"}})
+    stage_outs(path, bootstrap=["models/base"])  # the bootstrap stage writes the policy
 
     def no_probe() -> list[GPUInfo]:
         raise AssertionError("GPUs probed although not needed")

@@ -1,5 +1,5 @@
 """params.yaml's ``bootstrap`` section (the tiny policy trained from scratch) as a frozen dataclass
-for :func:`codethinker.config.load_config` (docs/training.md)."""
+for :func:`codethinker.config.load_config` (docs/training.md); where it writes is the stage's ``--out``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ __all__ = ["BootstrapConfig"]
 @dataclass(frozen=True)
 class BootstrapConfig(Section):
     SECTION: ClassVar[str] = "bootstrap"
-    out: str = field(default="models/base", metadata={"help": "where the tiny policy is written"})
     tokenizer: str = field(
         default="mirror", metadata={"help": "train (BPE on the SFT rows) | mirror (base.tokenizer_mirror)"}
     )

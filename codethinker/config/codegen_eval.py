@@ -3,7 +3,7 @@ problems, docs/codegen.md "GRPO recipes") as a frozen dataclass for :func:`codet
 
 What it takes from other sections when it leaves it out (or null), in ``derive``: the seed from ``base.seed``,
 the reward (the prompt format the policy trained in) and ReflexiCoder's coefficients from ``grpo`` when
-``grpo.task`` is codegen, and the judge's limits from ``codegen``.
+``grpo.task`` is codegen, and the judge's limits from ``codegen``. The problems file is the stage's ``--data``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ __all__ = ["CodegenEvalConfig"]
 @dataclass(frozen=True)
 class CodegenEvalConfig(Section):
     SECTION: ClassVar[str] = "codegen_eval"
-    data: str = field(default="data/codegen/problems.jsonl", metadata={"help": "codegen_data's problems (heldout)"})
     models: dict[str, str | None] = field(
         default_factory=lambda: {"after_sft": "models/sft/merged", "after_grpo": "models/grpo/merged"},
         metadata={"help": "phase -> model folder or hub id"},

@@ -1,10 +1,13 @@
 """params.yaml's ``grpo`` and ``train_eval`` sections as frozen dataclasses for
 :func:`codethinker.config.load_config` (docs/training.md).
 
-The stage's paths sit beside the trainer's own parameters (:class:`GRPOParams`, :class:`EvalParams`,
-inline: their keys sit in the section). What a section takes from others when it leaves it out (or
-null) is in ``derive``: the seed from ``base.seed``, the policy from ``model.base``,
-``trace_thoughts`` from ``contra_sft.teacher`` and, for train_eval, the reward GRPO trained with.
+The models a stage uses (``grpo.init``, ``train_eval.models``) sit beside the trainer's own parameters
+(:class:`GRPOParams`, :class:`EvalParams`, inline: their keys sit in the section). What a section takes from
+others when it leaves it out (or null) is in ``derive``: the seed from ``base.seed``, the policy from
+``model.base``, ``trace_thoughts`` from ``contra_sft.teacher`` and, for train_eval, the reward GRPO trained with.
+The files the stages read and write are their command's arguments in dvc.yaml, not parameters: so is
+:attr:`GRPOParams.reward_model <codethinker.training.grpo.GRPOParams.reward_model>` (the grpo stage's
+``--reward-model``), which params.yaml may not set.
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from codethinker.config.data import ContraSFTConfig
-from codethinker.config.loader import ParamsFile, Section, fill, inline
+from codethinker.config.loader import ConfigError, ParamsFile, Section, fill, inline
 from codethinker.training.grpo import GRPOParams
 from codethinker.training.train_eval import EvalParams
 
-__all__ = ["TRAIN_EVAL_MODELS", "GRPOConfig", "TrainEvalConfig", "judge_limits", "reward_model_path", "trace_thoughts"]
+__all__ = ["TRAIN_EVAL_MODELS", "GRPOConfig", "TrainEvalConfig", "judge_limits", "trace_thoughts"]
 
 # train_eval's phases and their models (None: model.base)
 TRAIN_EVAL_MODELS: dict[str, str | None] = {
@@ -36,13 +39,6 @@ def judge_limits(params: ParamsFile) -> dict[str, Any]:
     return asdict(params.section(CodegenConfig, missing_ok=True).judge)
 
 
-def reward_model_path(params: ParamsFile) -> str:
-    """Where the ``reward_model`` stage saves the CRPL reward model (``recode.out``): CG-GRPO's R_proc."""
-    from codethinker.config.recode import RecodeConfig
-
-    return params.section(RecodeConfig, missing_ok=True).out
-
-
 def trace_thoughts(params: ParamsFile) -> bool:
     """Whether the policy's SFT traces carry thoughts (``contra_sft.teacher`` is not ``none``): the
     stages that size a response budget from the truths read it."""
@@ -52,12 +48,7 @@ def trace_thoughts(params: ParamsFile) -> bool:
 @dataclass(frozen=True)
 class GRPOConfig(Section):
     SECTION: ClassVar[str] = "grpo"
-    data: str = field(default="data/contra_sft/grpo_train.parquet", metadata={"help": "GRPO prompts (verl's schema)"})
-    codegen_data: str = field(
-        default="data/codegen/problems.jsonl", metadata={"help": "task codegen: codegen_data's problems (split train)"}
-    )
     init: str | None = field(default=None, metadata={"help": "the policy GRPO starts from (None: model.base)"})
-    out: str = field(default="models/grpo", metadata={"help": "merged/, adapter/, checkpoints/ go here"})
     params: GRPOParams = field(
         default_factory=GRPOParams,
         metadata=inline("the trainer's settings (seed None: base.seed; trace_thoughts: from contra_sft.teacher)"),
@@ -65,19 +56,17 @@ class GRPOConfig(Section):
 
     @classmethod
     def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
+        if "reward_model" in raw:
+            raise ConfigError(
+                f"{params.path}: grpo.reward_model: a path, not a parameter: the grpo stage's --reward-model (dvc.yaml)"
+            )
         values = {"seed": params.base.seed, "init": params.policy, "trace_thoughts": trace_thoughts(params)}
-        return fill(raw, **values, judge=judge_limits(params), reward_model=reward_model_path(params))
-
-    @property
-    def train_data(self) -> str:
-        """The file the task trains on: the GRPO parquet (reasoning) or codegen_data's problems (codegen)."""
-        return self.codegen_data if self.params.task == "codegen" else self.data
+        return fill(raw, **values, judge=judge_limits(params))
 
 
 @dataclass(frozen=True)
 class TrainEvalConfig(Section):
     SECTION: ClassVar[str] = "train_eval"
-    data: str = field(default="data/contra_sft/grpo_eval.parquet", metadata={"help": "held-out GRPO prompts"})
     models: dict[str, str | None] = field(
         default_factory=lambda: dict(TRAIN_EVAL_MODELS),
         metadata={"help": "phase -> model folder or hub id (before_sft None: model.base)"},

@@ -3,7 +3,8 @@ frozen dataclass for :func:`codethinker.config.load_config`.
 
 ``crpl_data`` reads the kept problems of ``codegen_data`` (and ``codegen``'s splits and judge limits);
 ``reward_model`` trains :class:`~codethinker.training.reward_model.RewardModelParams` (the ``rm`` mapping)
-on its pairs. Left out or null, ``model`` is ``model.base`` (the bootstrap stage's tiny policy).
+on its pairs. Left out or null, ``model`` is ``model.base`` (the bootstrap stage's tiny policy). The files both
+stages read and write (the pairs, the reward model's folder) are their command's arguments in dvc.yaml.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ class RecodeConfig(Section):
     model: str | None = field(
         default=None, metadata={"help": "reward model's base: a HF id or local folder (None: model.base)"}
     )
-    out: str = field(default="models/reward_model", metadata={"help": "where the reward model is saved"})
     rm: RewardModelParams = field(default_factory=RewardModelParams, metadata={"help": "the reward model's training"})
 
     def __post_init__(self) -> None:

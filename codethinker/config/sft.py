@@ -1,6 +1,7 @@
 """params.yaml's ``sft`` section as a frozen dataclass for :func:`codethinker.config.load_config`
-(docs/training.md): the stage's paths beside the trainer's own :class:`SFTParams` (inline: its keys
-sit in the section); left out or null, ``seed`` is ``base.seed`` and ``model`` is ``model.base``."""
+(docs/training.md): the policy trained beside the trainer's own :class:`SFTParams` (inline: its keys
+sit in the section); left out or null, ``seed`` is ``base.seed`` and ``model`` is ``model.base``. The files
+the stage reads and writes are its command's arguments (dvc.yaml), not parameters."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ __all__ = ["SFTConfig"]
 @dataclass(frozen=True)
 class SFTConfig(Section):
     SECTION: ClassVar[str] = "sft"
-    data: str = field(default="data/contra_sft/sft.jsonl", metadata={"help": "the SFT rows (chat JSONL)"})
-    out: str = field(default="models/sft", metadata={"help": "merged/, adapter/, checkpoints/ go here"})
     model: str | None = field(default=None, metadata={"help": "the policy trained (None: model.base)"})
     params: SFTParams = field(
         default_factory=SFTParams, metadata=inline("the trainer's settings (seed None: base.seed)")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import yaml
+
 from codethinker.config.loader import ModelConfig, ParamsFile
 from codethinker.preflight.probes import Probes
 
@@ -90,14 +92,25 @@ def policy(params: ParamsFile) -> str:
     return named or ""
 
 
-def _made_by_stages(params: ParamsFile) -> list[str]:
-    """Model folders the pipeline writes (so a missing one is no error before it ran)."""
-    outs = []
-    for name in ("bootstrap", "sft", "grpo"):
-        cfg = trainer_section(params, name)
-        if cfg is not None:
-            outs.append(str(cfg.out))
-    return outs
+def _made_by_stages(root: Path) -> list[str]:
+    """What the pipeline writes (so a missing model folder there is no error before it ran): the outs that
+    ``root/dvc.yaml`` declares (each stage's cmd passes them as its paths) and the folder each sits in below a
+    top folder (``models/sft`` of ``models/sft/merged``: the sft stage's LoRA adapter lands beside it); []
+    without a readable dvc.yaml."""
+    try:
+        stages = (yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []
+    made: dict[str, None] = {}
+    for entry in stages.values():
+        body = (entry.get("do") or entry) if isinstance(entry, dict) else {}
+        for item in body.get("outs") or []:
+            out = next(iter(item)) if isinstance(item, dict) else item
+            if isinstance(out, str) and "${" not in out:
+                made[out] = None
+                if len(Path(out).parts) > 2:
+                    made[str(Path(out).parent)] = None
+    return list(made)
 
 
 def _local(ref: str, root: Path) -> Path:

@@ -145,7 +145,7 @@ def _plan_gpus(params: ParamsFile, root: Path) -> list[PlannedCheck]:
     grpo, sft = trainer_section(params, "grpo"), trainer_section(params, "sft")
     backend = grpo.params.backend if grpo is not None else "local"
     model = policy(params)
-    hub_policy = bool(model) and is_hub_id(model, root, _made_by_stages(params))
+    hub_policy = bool(model) and is_hub_id(model, root, _made_by_stages(root))
     if backend != "verl" and not hub_policy:
         reason = f"not needed: grpo.backend is {backend} and the policy {model or '(none)'} is not a hub model"
         return [PlannedCheck("GPUs", frozenset(), None, reason)]

@@ -52,7 +52,7 @@ def _model_refs(params: ParamsFile) -> list[tuple[str, str, frozenset[str]]]:
 
 
 def _plan_models(params: ParamsFile, root: Path) -> list[PlannedCheck]:
-    made = _made_by_stages(params)
+    made = _made_by_stages(root)
     hub: dict[str, tuple[list[str], set[str]]] = {}
     local: list[str] = []
     checks: list[PlannedCheck] = []

@@ -228,7 +228,7 @@ class CodegenRewardSpec:
     reflexicoder: dict[str, Any] = field(default_factory=dict, metadata={"help": "ReflexiConfig fields"})
     judge: dict[str, Any] = field(default_factory=dict, metadata={"help": "JudgeLimits fields (codegen.*)"})
     reward_model: str = field(
-        default="models/reward_model", metadata={"help": "cg_grpo: the CRPL reward model (recode.out)"}
+        default="models/reward_model", metadata={"help": "cg_grpo: the CRPL reward model (grpo's --reward-model)"}
     )
     task: str = "codegen"
 

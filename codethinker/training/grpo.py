@@ -146,7 +146,10 @@ class GRPOParams:
     )
     reward_model: str = field(
         default="models/reward_model",
-        metadata={"help": "reward cg_grpo / cg_grpo_ungated: the CRPL reward model (the reward_model stage's out)"},
+        metadata={
+            "help": "reward cg_grpo / cg_grpo_ungated: the CRPL reward model (the reward_model stage's out; the grpo "
+            "stage sets it from its --reward-model, params.yaml may not)"
+        },
     )
     crm: dict[str, Any] = field(
         default_factory=lambda: {"prm": True, "prefix": True, "gate": True, "orm": True, "ccw": True, "alpha": 1.0},

@@ -15,22 +15,28 @@ from pathlib import Path
 import pytest
 import yaml
 
+from codethinker.ops.dvcfile import stage_argv
+
 from .tinydata import write_grpo_parquet, write_sft_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
+def _arg(stage: str, flag: str) -> str:
+    """The value of ``flag`` in ``stage``'s cmd in dvc.yaml."""
+    argv = stage_argv(stage, ROOT)
+    return argv[argv.index(flag) + 1]
+
+
 def _project(tmp_path: Path, tiny_model: Path) -> Path:
-    write_sft_jsonl(tmp_path / "sft.jsonl", repeat=2)
-    write_grpo_parquet(tmp_path / "grpo.parquet")
+    write_sft_jsonl(tmp_path / _arg("sft", "--data"), repeat=2)
+    write_grpo_parquet(tmp_path / _arg("grpo", "--data"))
     lora = {"r": 4, "alpha": 8}
     params = {
         "base": {"profile": "default", "seed": 0},
         "model": {"base": str(tiny_model)},
         "sft": {
-            "data": "sft.jsonl",
-            "out": "out/sft",
             "epochs": 1,
             "max_steps": 4,
             "max_samples": 8,
@@ -43,9 +49,7 @@ def _project(tmp_path: Path, tiny_model: Path) -> Path:
         },
         "grpo": {
             "backend": "local",
-            "data": "grpo.parquet",
             "init": str(tiny_model),
-            "out": "out/grpo",
             "max_steps": 4,
             "prompts_per_step": 1,
             "micro_batch": 4,
@@ -78,8 +82,9 @@ def _last_step(ck: Path) -> int:
 @pytest.mark.parametrize("stage", ["sft", "grpo"])
 def test_sigkill_then_restart_resumes_from_the_last_checkpoint(stage, tmp_path, tiny_model):
     proj = _project(tmp_path, tiny_model)
-    ck = proj / "out" / stage / "checkpoints"
-    cmd = [sys.executable, "-m", f"stages.{stage}"]
+    out = proj / _arg(stage, "--out")
+    ck = out / "checkpoints"
+    cmd = [sys.executable, "-m", f"stages.{stage}", *stage_argv(stage, ROOT)]
     with open(proj / "first.log", "wb") as log:
         proc = subprocess.Popen(cmd, cwd=proj, env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 1200
@@ -93,14 +98,14 @@ def test_sigkill_then_restart_resumes_from_the_last_checkpoint(stage, tmp_path, 
     assert killed_at >= 1
     done = subprocess.run(cmd, cwd=proj, env=_env(), capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    metrics = json.loads((proj / "metrics" / f"{stage}.json").read_text())
+    metrics = json.loads((proj / _arg(stage, "--metrics")).read_text())
     assert metrics["steps"] == 4
     if killed_at < 4:
         assert metrics["resumed_from"].endswith(f"checkpoint-{killed_at}")
     state = json.loads((ck / "checkpoint-4" / "trainer_state.json").read_text())
     logged = [h["step"] for h in state["log_history"] if "loss" in h]
     assert logged == [1, 2, 3, 4]
-    table = proj / ("out/sft/train_log.csv" if stage == "sft" else "plots/grpo_reward.csv")
+    table = out / "train_log.csv" if stage == "sft" else proj / _arg(stage, "--plot")
     with open(table) as fh:
         assert [int(r["step"]) for r in csv.DictReader(fh)] == [1, 2, 3, 4]
-    assert (proj / "out" / stage / "merged" / "config.json").is_file()
+    assert (out / "merged" / "config.json").is_file()

@@ -197,24 +197,32 @@ def test_held_out_prompts_are_scored_with_the_trained_reward_and_format(grpo_par
 
 def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, monkeypatch):
     import json
+    import shutil
+    from pathlib import Path
 
     import yaml
 
+    from codethinker.ops.dvcfile import stage_argv
     from stages import train_eval as stage
+
+    argv = stage_argv("train_eval", Path(__file__).resolve().parents[2])  # its cmd in dvc.yaml
+    data = tmp_path / argv[argv.index("--data") + 1]
+    data.parent.mkdir(parents=True)
+    shutil.copy(grpo_parquet, data)
 
     params = {
         "base": {"profile": "default", "seed": 0},
         "model": {"base": "models/base"},
         "contra_sft": {"teacher": "none"},
         "grpo": {"reward": "whitebox", "whitebox": {"a": 0.5, "k": 2}},
-        "train_eval": {"data": str(grpo_parquet), "models": {"after_sft": str(tiny_model)}, "max_tokens": 64},
+        "train_eval": {"models": {"after_sft": str(tiny_model)}, "max_tokens": 64},
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     monkeypatch.chdir(tmp_path)
     oracle = _VanillaOracle()
     monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: oracle)
-    stage.main()
-    result = json.loads((tmp_path / "metrics" / "train_eval.json").read_text())
+    stage.main(argv)
+    result = json.loads((tmp_path / argv[argv.index("--metrics") + 1]).read_text())
     assert (result["reward_kind"], result["prompt_format"]) == ("whitebox", "whitebox")
     assert result["before_sft"] == {"missing": 1.0}  # models/base is not there
     assert all(len(re.findall(r"\nQ\d+: ", p)) == 2 for p in oracle.prompts)  # k = 2, from grpo.whitebox
