@@ -1,13 +1,15 @@
 """Stage evaluate: one model on CRUXEval-O, REval-FO (and LiveCodeBench-O where the hub is
 reachable), ``runs`` sampled runs each; pass@1 (mean, std), RCS, format rate, thinking depth.
 
-    python -m stages.evaluate --model base     # or: dvc repro evaluate@base (one stage per model)
+Run: ``python -m stages.evaluate --model base --truth data/eval/truth --truth-metrics metrics/eval_truth.json
+--out data/eval/base --metrics metrics/eval/base`` (the cmd of ``dvc repro evaluate@base``, one stage per model:
+``${key}`` in dvc.yaml).
 
 Reads ``params.yaml: evaluate`` (``models.<name>``: model folder or hub id, optional LoRA
 adapter, prompt format; ``runs``, ``temperature``, ``max_tokens``, ``engine``: vLLM's settings, on
 CPU an absolute ``kv_cache_gib``, see docs/evaluation.md) and the
-``eval_truth`` stage's truth files. Writes ``data/eval/<name>/<bench>.jsonl`` (every generation,
-judged), ``metrics/eval/<name>/<bench>.json`` (DVC metrics) and logs both to MLflow (child run
+``eval_truth`` stage's truth files. Writes ``<out>/<bench>.jsonl`` (every generation,
+judged), ``<metrics>/<bench>.json`` (DVC metrics) and logs both to MLflow (child run
 ``evaluate@<name>``). ``codethinker report`` turns the metrics into the paper's tables.
 """
 
@@ -16,36 +18,40 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 from codethinker.config import load_config
 from codethinker.config.evaluate import EvaluateConfig
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.evaluation.benchmarks import BENCHMARKS, load_traced
 from codethinker.evaluation.harness import evaluate_model, model_problem
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 
-TRUTH = Path("data/eval/truth")
-TRUTH_METRICS = Path("metrics/eval_truth.json")
+ARGS = stage_args(
+    "evaluate",
+    __doc__,
+    options={"model": "a key of evaluate.models in params.yaml (e.g. base, sft, grpo)"},
+    truth=path("the eval_truth stage's folder of truth files (<bench>.jsonl)"),
+    truth_metrics=path("the eval_truth stage's metrics: which benchmarks were skipped and why (JSON)"),
+    out=path("folder of the judged generations, <bench>.jsonl each"),
+    metrics=path("folder of the metrics, <bench>.json each"),
+)
 
 
-def benchmarks() -> dict:
+def benchmarks(args: argparse.Namespace) -> dict:
     """Truth per benchmark, or the message why it was skipped (from the eval_truth stage)."""
-    if not TRUTH_METRICS.is_file():
-        raise SystemExit(f"evaluate: {TRUTH_METRICS} is missing; run `dvc repro eval_truth` first")
-    status = json.loads(TRUTH_METRICS.read_text())
+    if not args.truth_metrics.is_file():
+        raise SystemExit(f"evaluate: {args.truth_metrics} is missing; run `dvc repro eval_truth` first")
+    status = json.loads(args.truth_metrics.read_text())
     out: dict = {}
     for name in sorted(status, key=BENCHMARKS.index):
-        path = TRUTH / f"{name}.jsonl"
-        out[name] = status[name]["skipped"] if "skipped" in status[name] else load_traced(name, path)
+        truth = args.truth / f"{name}.jsonl"
+        out[name] = status[name]["skipped"] if "skipped" in status[name] else load_traced(name, truth)
     return out
 
 
 @stage_main
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m stages.evaluate", description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (e.g. base, sft, grpo)")
-    args = ap.parse_args(argv)
+    args = ARGS.parse(argv)
     cfg = load_config(EvaluateConfig)
     spec = cfg.model(args.model, "evaluate").spec(args.model)
     problem = model_problem(spec)
@@ -53,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"evaluate: {problem}")
     config = cfg.sampling
     engine, backend = cfg.engine.options(), cfg.engine.backend
-    pred_dir, metrics_dir = Path("data/eval") / spec.name, Path("metrics/eval") / spec.name
+    pred_dir, metrics_dir = args.out, args.metrics
     run_params = {
         "model": asdict(spec),
         "config": asdict(config),
@@ -73,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             results = evaluate_model(
                 spec,
-                benchmarks(),
+                benchmarks(args),
                 config,
                 backend=backend,
                 engine_options=engine,

@@ -1,18 +1,19 @@
 """Stage generalize: one model on the generalization benchmarks (paper RQ4, Tables 4 and 12):
 CRUXEval-I, HumanEval(+), MBPP(+), GSM8K, GSM-Hard, MATH500 (codethinker/evaluation/generalize.py).
 
-    python -m stages.generalize --model base    # or: dvc repro generalize@base (one stage per model)
+Run: ``python -m stages.generalize --model base --truth-metrics metrics/generalize_truth.json
+--out data/generalize/base --metrics metrics/generalize/base`` (the cmd of ``dvc repro generalize@base``, one
+stage per model: ``${key}`` in dvc.yaml).
 
 Reads ``params.yaml: generalize`` (the benchmarks, ``limit`` problems each, ``n`` samples, sampling)
-and the model and vLLM settings from ``evaluate.models`` / ``evaluate.engine``. Writes
-``data/generalize/<model>/<bench>.jsonl`` (every answer, judged) and
-``metrics/generalize/<model>/<bench>.json``; a benchmark that cannot run here is written as skipped
-with the reason. ``codethinker report`` renders Table 4 from these files.
+and the model and vLLM settings from ``evaluate.models`` / ``evaluate.engine``; runs after the oracle check
+(``--truth-metrics``, the generalize_truth stage's). Writes ``<out>/<bench>.jsonl`` (every answer, judged) and
+``<metrics>/<bench>.json``; a benchmark that cannot run here is written as skipped with the reason.
+``codethinker report`` renders Table 4 from these files.
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict
 from pathlib import Path
 
@@ -24,14 +25,23 @@ from codethinker.data.sources import SourceError
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.evaluation.generalize import run_benchmarks
 from codethinker.evaluation.harness import close_engine, model_problem, open_engine
-from codethinker.ops.stage import stage_main, stage_run
+from codethinker.ops.stage import path, stage_args, stage_main, stage_run
+
+ARGS = stage_args(
+    "generalize",
+    __doc__,
+    options={"model": "a key of evaluate.models in params.yaml (base, sft, grpo)"},
+    truth_metrics=path("the generalize_truth stage's oracle check, which runs first (JSON)"),
+    out=path("folder of the judged answers, <bench>.jsonl each"),
+    metrics=path("folder of the metrics, <bench>.json each"),
+)
 
 
 @stage_main
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m stages.generalize", description=__doc__.split("\n")[0])
-    ap.add_argument("--model", required=True, help="a key of evaluate.models in params.yaml (base, sft, grpo)")
-    args = ap.parse_args(argv)
+    args = ARGS.parse(argv)
+    if not args.truth_metrics.is_file():
+        raise SystemExit(f"generalize: {args.truth_metrics} is missing; run `dvc repro generalize_truth` first")
     cfg, ev = load_config(GeneralizeConfig), load_config(EvaluateConfig)
     spec = ev.model(args.model, "generalize").spec(args.model, with_format=False)  # generalize: its own prompts
     if problem := model_problem(spec):
@@ -50,8 +60,8 @@ def main(argv: list[str] | None = None) -> None:
                 config,
                 mirror=cfg.base.mirror_root(),
                 cache_dir=Path(cfg.cache_dir),
-                pred_dir=Path("data/generalize") / spec.name,
-                metrics_dir=Path("metrics/generalize") / spec.name,
+                pred_dir=args.out,
+                metrics_dir=args.metrics,
                 extra={"model": asdict(spec)},
                 log=lambda s: print(f"generalize@{spec.name}: {s}", flush=True),
             )
