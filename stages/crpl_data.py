@@ -36,8 +36,8 @@ ARGS = stage_args(
 
 def run(cfg: RecodeConfig, codegen: CodegenConfig, paths: argparse.Namespace) -> dict:
     problems = [CodegenProblem.from_json(r) for r in iter_jsonl(paths.problems)][: cfg.limit]
-    paths = [(n.removesuffix("-train"), p) for n, p in source_paths(codegen, codegen.leetcode)]
-    records, _ = load_leetcode(paths, extra=("response",))
+    splits = [(n.removesuffix("-train"), p) for n, p in source_paths(codegen, codegen.leetcode)]
+    records, _ = load_leetcode(splits, extra=("response",))
     responses = {r["task_id"]: r["response"] for r in records}
     client = ChatClient(cfg.llm, cfg.cache_dir) if cfg.backend == "llm" else None
     try:

