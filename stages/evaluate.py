@@ -31,7 +31,9 @@ ARGS = stage_args(
     __doc__,
     options={"model": "a key of evaluate.models in params.yaml (e.g. base, sft, grpo)"},
     truth=path("the eval_truth stage's folder of truth files (<bench>.jsonl)"),
-    truth_metrics=path("the eval_truth stage's metrics: which benchmarks were skipped and why (JSON)"),
+    truth_metrics=path(
+        "the eval_truth stage's metrics: which benchmarks were skipped and why (JSON)", made_by="eval_truth"
+    ),
     out=path("folder of the judged generations, <bench>.jsonl each"),
     metrics=path("folder of the metrics, <bench>.json each"),
 )
@@ -39,8 +41,6 @@ ARGS = stage_args(
 
 def benchmarks(args: argparse.Namespace) -> dict:
     """Truth per benchmark, or the message why it was skipped (from the eval_truth stage)."""
-    if not args.truth_metrics.is_file():
-        raise SystemExit(f"evaluate: {args.truth_metrics} is missing; run `dvc repro eval_truth` first")
     status = json.loads(args.truth_metrics.read_text())
     out: dict = {}
     for name in sorted(status, key=BENCHMARKS.index):

@@ -31,7 +31,7 @@ ARGS = stage_args(
     "generalize",
     __doc__,
     options={"model": "a key of evaluate.models in params.yaml (base, sft, grpo)"},
-    truth_metrics=path("the generalize_truth stage's oracle check, which runs first (JSON)"),
+    truth_metrics=path("the generalize_truth stage's oracle check (JSON)", made_by="generalize_truth"),
     out=path("folder of the judged answers, <bench>.jsonl each"),
     metrics=path("folder of the metrics, <bench>.json each"),
 )
@@ -40,8 +40,6 @@ ARGS = stage_args(
 @stage_main
 def main(argv: list[str] | None = None) -> None:
     args = ARGS.parse(argv)
-    if not args.truth_metrics.is_file():
-        raise SystemExit(f"generalize: {args.truth_metrics} is missing; run `dvc repro generalize_truth` first")
     cfg, ev = load_config(GeneralizeConfig), load_config(EvaluateConfig)
     spec = ev.model(args.model, "generalize").spec(args.model, with_format=False)  # generalize: its own prompts
     if problem := model_problem(spec):

@@ -76,11 +76,13 @@ class PathArg:
 
     help: str
     many: bool = False
+    made_by: str | None = None  # the stage that writes it: parse() stops when it is missing
 
 
-def path(help: str, *, many: bool = False) -> PathArg:
-    """One path argument of a stage (required; a :class:`~pathlib.Path`, or a list of them if ``many``)."""
-    return PathArg(help, many)
+def path(help: str, *, many: bool = False, made_by: str | None = None) -> PathArg:
+    """One path argument of a stage (required; a :class:`~pathlib.Path`, or a list of them if ``many``);
+    ``made_by``: the stage that writes it, named in the error when it is missing."""
+    return PathArg(help, many, made_by)
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,15 @@ class StageArgs:
         return ap
 
     def parse(self, argv: Sequence[str] | None = None) -> argparse.Namespace:
-        """The arguments (``sys.argv[1:]`` when ``argv`` is None); a missing or unknown one exits 2 with usage."""
-        return self.parser().parse_args(argv)
+        """The arguments (``sys.argv[1:]`` when ``argv`` is None); a missing or unknown one exits 2 with usage,
+        a path another stage makes (``made_by``) that does not exist exits with the stage to run first."""
+        args = self.parser().parse_args(argv)
+        for name, arg in self.paths.items():
+            value = getattr(args, name)
+            for p in value if arg.many else [value]:
+                if arg.made_by and not p.exists():
+                    raise SystemExit(f"{self.name}: {p} is missing; run `dvc repro {arg.made_by}` first")
+        return args
 
 
 def stage_args(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codethinker.errors import CodethinkerError
-from codethinker.ops.dvcfile import declared, llm_params, marks, stage_argv
+from codethinker.ops.dvcfile import declared, llm_params, marks, stage_argv, stage_names
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.params import ParamsError
 
@@ -86,6 +86,27 @@ def test_stage_args_are_required_paths(capsys: pytest.CaptureFixture[str]) -> No
     assert "unrecognized arguments: --other x" in capsys.readouterr().err
 
 
+def test_a_path_another_stage_makes_must_exist(tmp_path: Path) -> None:
+    args = stage_args("toy", None, truth=path("made first", made_by="truth_stage"), parts=path("p", many=True))
+    (tmp_path / "t.json").write_text("{}")
+    ok = args.parse(["--truth", str(tmp_path / "t.json"), "--parts", "a"])
+    assert ok.truth == tmp_path / "t.json"
+    with pytest.raises(SystemExit) as info:
+        args.parse(["--truth", str(tmp_path / "none.json"), "--parts", "a"])
+    assert str(info.value) == f"toy: {tmp_path / 'none.json'} is missing; run `dvc repro truth_stage` first"
+
+
+@pytest.mark.parametrize(("stage", "first"), [("evaluate@base", "eval_truth"), ("generalize@base", "generalize_truth")])
+def test_a_stage_run_before_its_truth_names_the_stage_to_run(stage: str, first: str, tmp_path: Path) -> None:
+    """The evaluation stages stop before loading a model when their truth stage has not run."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CODETHINKER_TRACKING="off")
+    module = stage.split("@")[0]
+    cmd = [sys.executable, "-m", f"stages.{module}", *stage_argv(stage, ROOT)]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().endswith(f"is missing; run `dvc repro {first}` first"), proc.stderr
+
+
 def test_stage_help_lists_its_paths() -> None:
     text = ARGS.parser().format_help()
     usage = " ".join(text.split("\n\n")[0].split())
@@ -117,6 +138,15 @@ def test_stage_argv_is_the_cmd_after_the_module(tmp_path: Path) -> None:
     for bad in ("sh", "nope"):
         with pytest.raises(ValueError, match=r"no `python -m <module> \.\.\.` cmd"):
             stage_argv(bad, tmp_path)
+
+
+def test_stage_names_expand_foreach_items(tmp_path: Path) -> None:
+    assert stage_names(tmp_path) == []
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  a:\n    cmd: x\n  ev:\n    foreach: [m, n]\n    do: {cmd: y}\n"
+        "  kv:\n    foreach: {p: 1, q: 2}\n    do: {cmd: z}\n  ps:\n    foreach: ${evaluate.models}\n    do: {cmd: w}\n"
+    )
+    assert stage_names(tmp_path) == ["a", "ev@m", "ev@n", "kv@p", "kv@q"]
 
 
 def test_the_run_ends_failed_on_an_expected_error(tracking_on: Path) -> None:
