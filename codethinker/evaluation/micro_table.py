@@ -27,6 +27,7 @@ what it was: the CRM ablation without the process reward (``grpo.crm.prm=false``
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping
@@ -35,7 +36,19 @@ from typing import Any
 
 from codethinker.evaluation.report_sources import dotted, exp_runs, grpo_seed
 
-__all__ = ["BASELINES", "METRICS", "SEEDS", "VARIANTS", "Variant", "collect", "commands", "table", "variant_of"]
+__all__ = [
+    "BASELINES",
+    "METRICS",
+    "SEEDS",
+    "SWITCHES",
+    "VARIANTS",
+    "Variant",
+    "collect",
+    "commands",
+    "same_setup",
+    "table",
+    "variant_of",
+]
 
 
 @dataclass(frozen=True)
@@ -106,14 +119,54 @@ def variant_of(params: Mapping[str, Any]) -> str | None:
     return None
 
 
+# What a row of the table may change: the seed, the reward switch and the variants' switches. An experiment
+# that changes anything else (a temperature, a learning rate, the data) is another setup, not a row.
+SWITCHES = frozenset({"grpo.seed", "grpo.reward", *(f"grpo.{k}" for k in DEFAULTS)})
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def same_setup(params: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
+    """Whether ``params`` differs from ``reference`` in the table's :data:`SWITCHES` only.
+
+    >>> same_setup({"grpo": {"seed": 1, "lr": 2}}, {"grpo": {"seed": None, "lr": 2}})
+    True
+    >>> same_setup({"grpo": {"seed": 1, "lr": 3}}, {"grpo": {"seed": None, "lr": 2}})
+    False
+    """
+    a, b = _flat(params), _flat(reference)
+    return {k: v for k, v in a.items() if k not in SWITCHES} == {k: v for k, v in b.items() if k not in SWITCHES}
+
+
+def _reference(data: list[dict[str, Any]]) -> dict[str, Any]:
+    """params.yaml of the commit the experiments start from (the workspace's where the commit has none)."""
+    tops = [t for t in data if t.get("rev") != "workspace"] + [t for t in data if t.get("rev") == "workspace"]
+    for top in tops:
+        params = (((top.get("data") or {}).get("params") or {}).get("params.yaml") or {}).get("data")
+        if params:
+            return params
+    return {}
+
+
 def collect(exp_show: list[dict[str, Any]] | str, source: str = "synth") -> dict[str, dict[int, dict[str, Any]]]:
     """``{variant: {seed: {"name", "after_grpo": summary, "after_sft": summary}}}`` from ``dvc exp show
-    --json``; a (variant, seed) seen twice keeps the first listed (DVC lists the newest first)."""
+    --json``; a (variant, seed) seen twice keeps the first listed (DVC lists the newest first). Experiments
+    whose params differ from their commit's beyond the table's switches (:func:`same_setup`) are left out."""
+    data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
+    reference = _reference(data)
     out: dict[str, dict[int, dict[str, Any]]] = {}
-    for name, params, metrics in exp_runs(exp_show, "metrics/train_eval.json"):
+    for name, params, metrics in exp_runs(data, "metrics/train_eval.json"):
         grpo_m = (metrics.get("after_grpo") or {}).get(source)
         variant = variant_of(params)
-        if variant is None or not grpo_m:
+        if variant is None or not grpo_m or not same_setup(params, reference):
             continue
         if metrics.get("reward_kind", "crm") != (dotted(params, "grpo.reward") or "crm"):
             continue  # scored with another reward than the params say (metrics of an older run)

@@ -106,6 +106,17 @@ class TestCollect:
         got = collect(_exp_show([_rev("t2-orm-s1", params, 2.0)]))
         assert 1 in got["full"] and "orm" not in got
 
+    def test_experiments_with_other_settings_are_left_out(self):
+        """A tuning run of the full method (another temperature) or one on other data is no seed of a row."""
+        full = _params_for(commands(seeds=(1,))[0])
+        hotter = _params_for(commands(seeds=(2,))[0] + " -S grpo.rollout.temperature=0.6")
+        shorter = _params_for(commands(seeds=(3,))[0] + " -S synth.max_statements=1")
+        got = collect(_exp_show([_rev("t2-full-s1", full, 1.0), _rev("g1", hotter, 2.0), _rev("e1", shorter, 3.0)]))
+        assert sorted(got["full"]) == [0, 1] and got["full"][1]["after_grpo"]["reward"] == 1.0
+        tuned = _exp_show([_rev("g1", hotter, 2.0)])
+        tuned[1]["data"] = {"params": {"params.yaml": {"data": hotter}}}  # the commit itself runs hotter
+        assert sorted(collect(tuned)["full"]) == [2]  # the workspace (seed 0) differs from the commit now
+
     def test_broken_or_partial_entries_are_skipped(self):
         bad = [{"rev": "b" * 40, "error": {"msg": "failed"}}, {"rev": "c" * 40, "data": {"metrics": {}}}]
         no_grpo = _rev("x", PARAMS, 1.0)
