@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["declared", "llm_params", "marks", "stage_argv", "stage_entry", "stage_names"]
+__all__ = ["declared", "llm_params", "marks", "stage_argv", "stage_entry"]
 
 _KINDS = ("outs", "metrics", "plots")
 
@@ -34,26 +34,6 @@ def _split(stage: str, root: Path) -> tuple[Path, str, str]:
         name = stage
     name, _, key = name.partition("@")
     return path, name, key
-
-
-def stage_names(root: str | Path = ".") -> list[str]:
-    """The stages of ``root/dvc.yaml`` as DVC addresses them: ``name``, or ``name@key`` for each item of a
-    ``foreach`` list or mapping (a ``foreach`` that interpolates params, ``${evaluate.models}``, is left out:
-    its keys are params.yaml's, not the file's); [] without a readable dvc.yaml."""
-    try:
-        stages = (yaml.safe_load((Path(root) / "dvc.yaml").read_text()) or {}).get("stages") or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return []
-    names: list[str] = []
-    for name, entry in stages.items():
-        items = entry.get("foreach") if isinstance(entry, dict) else None
-        if items is None:
-            names.append(name)
-        elif isinstance(items, dict):
-            names += [f"{name}@{key}" for key in items]
-        elif isinstance(items, list):
-            names += [f"{name}@{item if isinstance(item, (str, int)) else i}" for i, item in enumerate(items)]
-    return names
 
 
 def stage_entry(stage: str, root: str | Path = ".") -> dict[str, Any]:

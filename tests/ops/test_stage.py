@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from codethinker.errors import CodethinkerError
-from codethinker.ops.dvcfile import declared, llm_params, marks, stage_argv, stage_names
+from codethinker.ops.dvcfile import declared, llm_params, marks, stage_argv
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.params import ParamsError
 
@@ -138,15 +138,6 @@ def test_stage_argv_is_the_cmd_after_the_module(tmp_path: Path) -> None:
     for bad in ("sh", "nope"):
         with pytest.raises(ValueError, match=r"no `python -m <module> \.\.\.` cmd"):
             stage_argv(bad, tmp_path)
-
-
-def test_stage_names_expand_foreach_items(tmp_path: Path) -> None:
-    assert stage_names(tmp_path) == []
-    (tmp_path / "dvc.yaml").write_text(
-        "stages:\n  a:\n    cmd: x\n  ev:\n    foreach: [m, n]\n    do: {cmd: y}\n"
-        "  kv:\n    foreach: {p: 1, q: 2}\n    do: {cmd: z}\n  ps:\n    foreach: ${evaluate.models}\n    do: {cmd: w}\n"
-    )
-    assert stage_names(tmp_path) == ["a", "ev@m", "ev@n", "kv@p", "kv@q"]
 
 
 def test_the_run_ends_failed_on_an_expected_error(tracking_on: Path) -> None:
