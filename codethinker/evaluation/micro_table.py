@@ -209,7 +209,8 @@ def table(collected: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> str:
             if v.key != "full" and not own_scale and len(base) > 1 and n > 1:
                 fm, fsd, fn = _stats(base)
                 diff, noise = m - fm, 2 * math.sqrt(sd**2 / n + fsd**2 / fn)
-                cell += f" ({diff:+.3f}{'*' if abs(diff) > noise else ''})"
+                beyond = abs(diff) > noise and abs(diff) >= 5e-4  # not a rounding residue below the 3 decimals
+                cell += f" ({diff:+.3f}{'*' if beyond else ''})"
             cells.append(cell)
         lines.append(f"| {v.label} | {len(runs)} ({', '.join(map(str, sorted(runs)))}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)

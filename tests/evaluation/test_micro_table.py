@@ -143,6 +143,12 @@ class TestTable:
         assert "1.000 ± 0.100" in rows["CodeThinker (DBS + CRM)"]
         assert "not run" in rows["w/o CCW (equal block weights)"]
 
+    def test_equal_rows_get_no_mark(self):
+        """Equal values with no seed noise: the float residue of the means (5e-17) is no difference."""
+        text = table({"full": self._runs([0.2, 0.2, 0.2]), "nodbs": self._runs([0.2, 0.2])})
+        rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()}
+        assert "*" not in rows["w/o DBS (8 regular samples)"]
+
     def test_single_seed_gets_no_mark(self):
         text = table({"full": self._runs([1.0]), "orm": self._runs([0.0])})
         assert "*" not in text.replace("**", "")
