@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codethinker.evaluation.report_sources import dotted, exp_runs, grpo_seed
+from codethinker.params import flatten
 
 __all__ = [
     "BASELINES",
@@ -124,16 +125,6 @@ def variant_of(params: Mapping[str, Any]) -> str | None:
 SWITCHES = frozenset({"grpo.seed", "grpo.reward", *(f"grpo.{k}" for k in DEFAULTS)})
 
 
-def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, Mapping) and v:
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def same_setup(params: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
     """Whether ``params`` differs from ``reference`` in the table's :data:`SWITCHES` only.
 
@@ -142,7 +133,7 @@ def same_setup(params: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
     >>> same_setup({"grpo": {"seed": 1, "lr": 3}}, {"grpo": {"seed": None, "lr": 2}})
     False
     """
-    a, b = _flat(params), _flat(reference)
+    a, b = flatten(dict(params)), flatten(dict(reference))
     return {k: v for k, v in a.items() if k not in SWITCHES} == {k: v for k, v in b.items() if k not in SWITCHES}
 
 
