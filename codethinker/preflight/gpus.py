@@ -150,8 +150,7 @@ def _plan_gpus(params: ParamsFile, root: Path) -> list[PlannedCheck]:
         reason = f"not needed: grpo.backend is {backend} and the policy {model or '(none)'} is not a hub model"
         return [PlannedCheck("GPUs", frozenset(), None, reason)]
     verl = grpo.params.verl if grpo is not None else None  # backend verl: the section says so
-    lora_r = grpo.params.lora.r if grpo is not None else 0
-    grpo_ft = "lora" if lora_r > 0 else "full"
+    grpo_ft = grpo.params.finetune if grpo is not None else "full"
     if backend == "verl":
         gpus = verl.gpus_per_node if verl is not None else 1
         stage_set = frozenset({"grpo"} | ({"sft"} if hub_policy else set()))

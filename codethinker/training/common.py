@@ -12,10 +12,14 @@ from typing import Any
 from transformers import TrainerCallback
 
 __all__ = [
+    "FINETUNE",
     "LoRAParams",
     "MetricsCallback",
     "precision",
 ]
+
+
+FINETUNE = ("lora", "full")  # sft.finetune, grpo.finetune: a LoRA adapter | every weight
 
 
 @dataclass

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.config.loader import from_mapping
-from codethinker.training.common import LoRAParams
+from codethinker.training.common import FINETUNE, LoRAParams
 from codethinker.training.rollout import RolloutParams
 
 __all__ = [
@@ -72,6 +72,10 @@ class VerlParams:
 @dataclass
 class GRPOParams:
     backend: str = field(default="local", metadata={"help": "local (TRL, one machine) | verl (Ray cluster)"})
+    finetune: str = field(
+        default="lora",
+        metadata={"help": "lora (a pretrained policy) | full (every weight: the policy trained from scratch)"},
+    )
     epochs: float = field(default=3.0, metadata={"help": "passes over the GRPO prompts (paper: 3)"})
     max_steps: int = field(default=-1, metadata={"help": "stop after N optimizer steps (-1: epochs)"})
     max_prompts: int | None = field(default=None, metadata={"help": "use the first N prompts (None: all)"})
@@ -165,6 +169,8 @@ class GRPOParams:
         from codethinker.engines.kv_cache import parse_kv_setting
 
         parse_kv_setting(self.vllm_kv_cache_gib, "grpo.vllm_kv_cache_gib")
+        if self.finetune not in FINETUNE:
+            raise ValueError(f"grpo.finetune must be one of {', '.join(FINETUNE)}, got {self.finetune!r}")
         if self.max_model_len != "auto" and not (isinstance(self.max_model_len, int) and self.max_model_len > 0):
             raise ValueError(f"grpo.max_model_len must be auto or a number of tokens, got {self.max_model_len!r}")
         check_task_reward(self.task, self.reward)

@@ -1,4 +1,4 @@
-"""GRPO on one machine: TRL's GRPOTrainer + LoRA + :class:`~codethinker.training.rollout.Rollout`.
+"""GRPO on one machine: TRL's GRPOTrainer (LoRA or every weight, ``grpo.finetune``) + the project's Rollout.
 
 The group of each prompt is ``n_regular`` regular + ``n_dbs`` DBS samples from the current
 policy (vLLM where it runs, transformers' generate otherwise), scored by the run's reward
@@ -181,7 +181,7 @@ def gpu_kv_cache_gib(p: GRPOParams, model: str | Path, total_bytes: int | None =
         max_completion_tokens=int(p.rollout.max_completion_tokens),
         rollout_seqs=p.rollout_seqs,
         micro_batch=p.micro_batch,
-        lora_r=p.lora.r,
+        lora_r=p.lora.r if p.finetune == "lora" else None,
         targets=p.lora.target_modules,
         checkpointing=p.gradient_checkpointing,
         sleep=p.vllm_sleep,
@@ -237,8 +237,9 @@ def grpo_config(ck: Path, p: GRPOParams) -> Any:
 
 def rollout_engine(p: GRPOParams, model: str | Path) -> tuple[str, Any]:
     """``(kind, engine)`` of the rollouts (``grpo.rollout_engine``; ``auto``: vLLM where it is
-    installed): vLLM with LoRA enabled for the policy's pushes, its KV cache sized by
-    :func:`gpu_kv_cache_gib`; for ``hf`` no engine, :class:`Rollout` samples from the live training model."""
+    installed): vLLM with LoRA enabled for the policy's pushes (``finetune: full``: whole weights
+    instead), its KV cache sized by :func:`gpu_kv_cache_gib`; for ``hf`` no engine, :class:`Rollout`
+    samples from the live training model."""
     from codethinker import engines
 
     kind = engines.resolve_backend(p.rollout_engine)
@@ -246,11 +247,13 @@ def rollout_engine(p: GRPOParams, model: str | Path) -> tuple[str, Any]:
         return kind, None
     if kind != "vllm":
         raise ValueError(f"grpo.rollout_engine must be vllm, hf or auto, got {p.rollout_engine!r}")
+    lora = p.finetune == "lora"
     engine = engines.open_engine(
         model,
         "vllm",
-        enable_lora=True,
-        max_lora_rank=p.lora.r,
+        enable_lora=lora,
+        max_lora_rank=p.lora.r if lora else None,
+        weight_sync=not lora,
         seed=p.seed,
         max_model_len=p.max_model_len,
         gpu_memory_utilization=p.vllm_gpu_memory_utilization,
@@ -271,8 +274,8 @@ def make_grpo_trainer(
     callbacks: list | None = None,
     engine: tuple[str, Any] | None = None,
 ) -> tuple[Any, Rollout]:
-    """GRPOTrainer with LoRA and the rollout hook (``engine``: a prebuilt ``(kind, engine)``); the
-    rows' prompts, the rollout and the default reward follow ``p.reward``."""
+    """GRPOTrainer with LoRA (or full fine-tuning: ``p.finetune``) and the rollout hook (``engine``: a
+    prebuilt ``(kind, engine)``); the rows' prompts, the rollout and the default reward follow ``p.reward``."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
@@ -290,7 +293,9 @@ def make_grpo_trainer(
     truths = {prompt_key(row["prompt"]): row["truth"] for row in rows}
     scorer_for = p.reward_spec().prefix_scorer if p.task == "codegen" else None  # DBS on code blocks
     root = ck / "rollout_adapters"
-    rollout = Rollout(kind, eng, tok, truths, p.rollout, adapter_root=root, seed=p.seed, scorer_for=scorer_for)
+    rollout = Rollout(
+        kind, eng, tok, truths, p.rollout, adapter_root=root, seed=p.seed, scorer_for=scorer_for, push=p.finetune
+    )
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
     ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])
     trainer = GRPOTrainer(
@@ -299,7 +304,7 @@ def make_grpo_trainer(
         args=args,
         train_dataset=ds,
         processing_class=tok,
-        peft_config=p.lora.peft(),
+        peft_config=p.lora.peft() if p.finetune == "lora" else None,
         rollout_func=rollout,
         callbacks=callbacks or [],
     )
@@ -371,7 +376,7 @@ def grpo_metrics(
 def run_grpo_local(
     model: str | Path, data: str | Path, out: Path, p: GRPOParams, run: Any = None, plot_csv: Path | None = None
 ) -> dict[str, Any]:
-    """Train; save ``out/adapter`` and ``out/merged``; return the stage's metrics."""
+    """Train; save ``out/merged`` (and ``out/adapter`` with LoRA); return the stage's metrics."""
     t0 = time.time()
     out = Path(out)
     p = resolve_reward(p)
@@ -391,7 +396,8 @@ def run_grpo_local(
     stats.t_last = time.perf_counter()
     try:
         result = trainer.train(resume_from_checkpoint=resume)
-        save_policy(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class, out)
+        policy = trainer.accelerator.unwrap_model(trainer.model)
+        save_policy(policy, trainer.processing_class, out, lora=p.finetune == "lora")
     finally:
         if hasattr(rollout.engine, "close") and rollout.kind == "vllm":
             rollout.engine.close()

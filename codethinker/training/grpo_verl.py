@@ -236,12 +236,13 @@ def _data_overrides(train: str | Path, val: str | Path, p: GRPOParams) -> list[s
 
 
 def _actor_rollout_overrides(model: str | Path, p: GRPOParams, agent_loop_path: Path) -> list[str]:
-    """The policy (LoRA, optimizer, loss) and its rollout (group size, sampling, the DBS agent loop)."""
+    """The policy (LoRA, or every weight with ``finetune: full``: verl's ``lora_rank=0``; optimizer,
+    loss) and its rollout (group size, sampling, the DBS agent loop)."""
     r, v, lora = p.rollout, p.verl, p.lora
     modules = "[" + ",".join(lora.target_modules) + "]"
     return [
         f"actor_rollout_ref.model.path={model_ref(model)}",
-        f"actor_rollout_ref.model.lora_rank={lora.r}",
+        f"actor_rollout_ref.model.lora_rank={lora.r if p.finetune == 'lora' else 0}",
         f"actor_rollout_ref.model.lora_alpha={lora.alpha}",
         f"actor_rollout_ref.model.target_modules={modules}",
         "actor_rollout_ref.model.use_remove_padding=true",

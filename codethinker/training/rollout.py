@@ -6,8 +6,10 @@ per copy: first the regular samples, then the DBS samples (:mod:`codethinker.sam
 scored by a prefix PRM bound to the prompt's ground truth).
 
 Policy sync (verl issue #7495 is a rollout engine that kept sampling from the initial weights):
-- ``vllm``: before the first rollout after each optimizer step the trainer's LoRA adapter is
-  saved and pushed to the engine under a new adapter id (:meth:`VLLMEngine.set_lora`);
+- ``vllm``: before the first rollout after each optimizer step the trainer's policy is saved and
+  pushed to the engine: its LoRA adapter under a new adapter id (``push="lora"``,
+  :meth:`VLLMEngine.set_lora`), or all its weights, loaded in place (``push="full"``, GRPO with
+  ``finetune: full``, :meth:`VLLMEngine.set_weights`);
 - ``hf``: the engine wraps the live training model, so it always samples from the current one.
 
 >>> rollout = Rollout(engine, tok, truths, RolloutParams(), adapter_root=Path("tmp"))  # doctest: +SKIP
@@ -120,8 +122,12 @@ class Rollout:
         adapter_root: Path | None = None,
         seed: int = 0,
         scorer_for: Callable[[str], Callable[[str], float]] | None = None,
+        push: str = "lora",
     ):
+        if push not in ("lora", "full"):
+            raise ValueError(f"push must be lora or full, got {push!r}")
         self.kind, self.engine, self.tok, self.truths, self.p = kind, engine, tokenizer, truths, p
+        self.push = push
         self.adapter_root = Path(adapter_root) if adapter_root else None
         self.seed, self.calls = seed, 0
         if scorer is None:
@@ -132,7 +138,7 @@ class Rollout:
         # DBS's prefix scorer of one prompt from its truth (default: ``scorer`` bound to the truth's Flow)
         self.scorer_for = scorer_for or self._flow_scorer
         self.synced_step: int | None = None
-        self.pushed: list[Path] = []  # adapters pushed to vLLM, in order (tests read it)
+        self.pushed: list[Path] = []  # adapters (or full weights) pushed to vLLM, in order (tests read it)
         self.stats = RolloutStats()
         self.im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
@@ -156,10 +162,10 @@ class Rollout:
         if step == self.synced_step:
             return
         if self.adapter_root is None:
-            raise RuntimeError("vLLM rollouts need adapter_root to push the policy's LoRA weights")
+            raise RuntimeError("vLLM rollouts need adapter_root to push the policy's weights")
         d = self.adapter_root / f"step-{step}"
-        model.save_pretrained(str(d))
-        self.engine.set_lora(d)
+        model.save_pretrained(str(d))  # the adapter (lora) or the whole model (full)
+        (self.engine.set_lora if self.push == "lora" else self.engine.set_weights)(d)
         self.synced_step = step
         self.pushed.append(d)
         for old in self.pushed[:-2]:  # keep the last two on disk

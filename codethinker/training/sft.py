@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, save_policy
-from codethinker.training.common import LoRAParams, MetricsCallback, model_dtype, precision
+from codethinker.training.common import FINETUNE, LoRAParams, MetricsCallback, model_dtype, precision
 
 __all__ = [
     "SFTParams",
@@ -44,9 +44,6 @@ __all__ = [
     "to_prompt_completion",
     "training_order",
 ]
-
-
-FINETUNE = ("lora", "full")
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,6 +96,47 @@ def test_lora_swap_changes_the_policy(vllm_engine, tiny_model, tmp_path):
     vllm_engine.set_lora(None)
     assert greedy() == base
     assert first != base and second != first
+
+
+def sharpened_model(base: Path, out: Path, seed: int) -> Any:
+    """``base`` with noise on every weight and its (tied) embeddings x10: peaked logits, so that
+    vLLM's and transformers' greedy choices agree despite float differences; saved to ``out``."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5 * torch.randn_like(p))
+        model.get_input_embeddings().weight.mul_(10.0)
+    model.save_pretrained(out)
+    return model
+
+
+def test_full_weight_push_samples_the_new_weights(vllm_engine, tiny_model, tmp_path):
+    """GRPO with ``finetune: full`` pushes every weight (``set_weights``): vLLM then samples what
+    transformers samples from the same weights, also for a prompt whose KV the prefix cache holds
+    from the old weights; pushing the first weights back gives the first answers back."""
+    from codethinker.engines.hf import HFEngine
+
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "def f(x):\n    return x"}])
+
+    def greedy(engine):
+        return engine.continue_prefixes([prompt], 1, stop=[], max_tokens=12, temperature=0)[0][0].text
+
+    before = greedy(vllm_engine)  # also fills the prefix cache with the old weights' KV of the prompt
+    model = sharpened_model(tiny_model, tmp_path / "pushed", seed=3)
+    pushes = vllm_engine.weights_version  # the engine is shared with other tests
+    try:
+        vllm_engine.set_weights(tmp_path / "pushed")
+        pushed = greedy(vllm_engine)
+        assert vllm_engine.weights_version == pushes + 1
+        assert pushed == greedy(HFEngine(model, vllm_engine.tokenizer))
+        assert pushed != before
+    finally:
+        vllm_engine.set_weights(tiny_model)  # the shared engine's weights for the other tests
+    assert greedy(vllm_engine) == before
 
 
 def test_dbs_runs_on_vllm(vllm_engine):

@@ -211,6 +211,47 @@ def test_vllm_rollouts_sample_from_the_updated_policy(tiny_model, grpo_parquet, 
     assert got.text != initial.text
 
 
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_full_finetune_pushes_every_weight_to_vllm(tiny_model, grpo_parquet, tmp_path, vllm_engine):
+    """``finetune: full``: no adapter; after an optimizer step every weight is pushed to the engine,
+    which then samples what transformers samples from the saved model; the stage saves that model."""
+    import torch
+    from safetensors.torch import load_file
+
+    from codethinker.engines.hf import HFEngine
+
+    rows, _ = load_grpo_rows(grpo_parquet)
+    p = _tiny_params(max_steps=2, learning_rate=5e-3, rollout_engine="vllm", finetune="full")
+    trainer, rollout = make_grpo_trainer(
+        tiny_model, rows, tmp_path / "ck", p, reward_funcs=[_lengthy], engine=("vllm", vllm_engine)
+    )
+    pushes = vllm_engine.weights_version  # the engine is shared with other tests
+    try:
+        trainer.train()
+        assert not hasattr(trainer.model, "peft_config")  # no LoRA wrapper: the model itself trains
+        assert [d.name for d in rollout.pushed] == ["step-0", "step-1"]
+        assert vllm_engine.weights_version == pushes + 2 and rollout.push == "full"
+        w0, w1 = (load_file(d / "model.safetensors") for d in rollout.pushed)
+        assert set(w0) == set(w1) and not any("lora" in k for k in w1)
+        moved = [k for k in w1 if not torch.equal(w0[k], w1[k])]
+        assert any(".mlp." in k for k in moved) and any("self_attn" in k for k in moved)
+        prompt = vllm_engine.apply_chat_template(rows[0]["prompt"])
+        [[got]] = vllm_engine.continue_prefixes([prompt], 1, stop=[], max_tokens=6, temperature=0)
+        [[want]] = HFEngine(str(rollout.pushed[1]), vllm_engine.tokenizer).continue_prefixes(
+            [prompt], 1, stop=[], max_tokens=6, temperature=0
+        )
+        assert got.text == want.text
+    finally:
+        vllm_engine.set_weights(tiny_model)  # the shared engine's weights for the other tests
+
+
+def test_finetune_choice_is_checked():
+    assert _tiny_params(finetune="full").finetune == "full"
+    with pytest.raises(ValueError, match=r"grpo\.finetune must be one of lora, full"):
+        _tiny_params(finetune="qlora")
+
+
 # --- the reward switch (grpo.reward) -----------------------------------------------------------------
 
 

@@ -35,6 +35,7 @@ from .tinydata import truths
 STEPS = 10
 GROUP = 8  # samples per prompt, two prompts per step
 LEARNING_RATE = 5e-3
+FULL_LR = 1e-3  # finetune: full (grpo.finetune, the micro policy's choice): every weight moves
 TEMPERATURE = 0.1
 
 
@@ -82,9 +83,12 @@ def tiny_tokenizer() -> Any:
     return train_bpe([render_trace(Flow.from_json(t)) for t in truths()] * 20, vocab_size=300)
 
 
-def learning_run(tmp: Path, mode: str, seed: int, lr: float = LEARNING_RATE, steps: int = STEPS) -> dict[str, Any]:
-    """``steps`` GRPO steps from a fresh random policy (``mode``: regular or dbs rollouts only);
-    the mean reward of each step's rollouts, the rollout kinds seen and the rollout stats."""
+def learning_run(
+    tmp: Path, mode: str, seed: int, lr: float = LEARNING_RATE, steps: int = STEPS, finetune: str = "lora"
+) -> dict[str, Any]:
+    """``steps`` GRPO steps from a fresh random policy (``mode``: regular or dbs rollouts only;
+    ``finetune``: a LoRA adapter or every weight); the mean reward of each step's rollouts, the
+    rollout kinds seen and the rollout stats."""
     from codethinker.contra.tracer import Flow
     from codethinker.training.bootstrap import build_tiny_model
     from codethinker.training.grpo import grpo_params
@@ -103,6 +107,7 @@ def learning_run(tmp: Path, mode: str, seed: int, lr: float = LEARNING_RATE, ste
             "prompts_per_step": 2,
             "micro_batch": 2 * GROUP,
             "learning_rate": lr,
+            "finetune": finetune,
             "rollout_engine": "hf",
             "seed": seed,
             "save_steps": 10_000,
@@ -136,9 +141,9 @@ def one_thread():
     torch.set_num_threads(n)
 
 
-@pytest.mark.parametrize("mode", ["regular", "dbs"])
-def test_grpo_raises_the_reward(mode: str, tmp_path: Path, one_thread: None) -> None:
-    out = learning_run(tmp_path, mode, seed=0)
+@pytest.mark.parametrize(("mode", "finetune"), [("regular", "lora"), ("dbs", "lora"), ("regular", "full")])
+def test_grpo_raises_the_reward(mode: str, finetune: str, tmp_path: Path, one_thread: None) -> None:
+    out = learning_run(tmp_path, mode, seed=0, finetune=finetune, lr=LEARNING_RATE if finetune == "lora" else FULL_LR)
     means = out["means"]
     assert len(means) == STEPS and out["kinds"] == {mode}
     if mode == "dbs":  # DBS ran block rounds and dropped the prefixes it did not pick
