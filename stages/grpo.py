@@ -14,7 +14,7 @@ from the rows' truths, every sample regular; :mod:`codethinker.rewards.switch`).
 ``task: codegen`` trains on codegen_data's problems (``--codegen-data``, split train) with ``reward``
 ``codegen_outcome``, ``reflexicoder``, ``cg_grpo`` or ``cg_grpo_ungated`` (these two: R_proc of the reward_model
 stage's ``--reward-model``). Input: ``--data`` (the GRPO parquet, verl's schema) and the policy ``grpo.init``
-(the SFT policy). Writes ``<out>/{adapter,merged}``, checkpoints in ``<out>/checkpoints`` (a restarted run
+(the SFT policy). Writes ``<out>/merged`` (and ``<out>/adapter`` with ``finetune: lora``), checkpoints in ``<out>/checkpoints`` (a restarted run
 resumes), the metrics and the per-step reward curve (also logged to MLflow as the ``grpo`` child run).
 """
 
@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> None:
                 raise SystemExit(f"grpo: {exc}") from None
         else:
             raise SystemExit(f"grpo.backend must be local or verl, got {p.backend!r}")
+        if p.finetune == "lora":  # not a DVC out (full fine-tuning writes none): logged and registered here
+            run.register_adapter(out / "adapter", "codethinker-grpo")
         write_json(paths.metrics, {"init": model, **metrics})
     print(f"grpo ({p.backend}): {json.dumps(metrics)}")
 

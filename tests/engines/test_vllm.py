@@ -87,12 +87,14 @@ def test_lora_swap_changes_the_policy(vllm_engine, tiny_model, tmp_path):
     def greedy():
         return vllm_engine.continue_prefixes([prompt], 1, stop=[], max_tokens=8, temperature=0)[0][0].text
 
+    vllm_engine.set_lora(None)  # the engine is shared: no adapter another test left
     base = greedy()
+    pushed = vllm_engine._lora_id
     vllm_engine.set_lora(make_adapter(tiny_model, tmp_path / "a1", seed=1))
     first = greedy()
     vllm_engine.set_lora(make_adapter(tiny_model, tmp_path / "a2", seed=2))
     second = greedy()
-    assert vllm_engine.lora_version == 2
+    assert vllm_engine.lora_version == pushed + 2
     vllm_engine.set_lora(None)
     assert greedy() == base
     assert first != base and second != first
@@ -125,6 +127,7 @@ def test_full_weight_push_samples_the_new_weights(vllm_engine, tiny_model, tmp_p
     def greedy(engine):
         return engine.continue_prefixes([prompt], 1, stop=[], max_tokens=12, temperature=0)[0][0].text
 
+    vllm_engine.set_lora(None)  # the engine is shared: no adapter another test left
     before = greedy(vllm_engine)  # also fills the prefix cache with the old weights' KV of the prompt
     model = sharpened_model(tiny_model, tmp_path / "pushed", seed=3)
     pushes = vllm_engine.weights_version  # the engine is shared with other tests

@@ -226,7 +226,8 @@ def test_full_finetune_pushes_every_weight_to_vllm(tiny_model, grpo_parquet, tmp
     trainer, rollout = make_grpo_trainer(
         tiny_model, rows, tmp_path / "ck", p, reward_funcs=[_lengthy], engine=("vllm", vllm_engine)
     )
-    pushes = vllm_engine.weights_version  # the engine is shared with other tests
+    vllm_engine.set_lora(None)  # the engine is shared: no adapter another test left
+    pushes = vllm_engine.weights_version
     try:
         trainer.train()
         assert not hasattr(trainer.model, "peft_config")  # no LoRA wrapper: the model itself trains
