@@ -14,8 +14,9 @@ from the rows' truths, every sample regular; :mod:`codethinker.rewards.switch`).
 ``task: codegen`` trains on codegen_data's problems (``--codegen-data``, split train) with ``reward``
 ``codegen_outcome``, ``reflexicoder``, ``cg_grpo`` or ``cg_grpo_ungated`` (these two: R_proc of the reward_model
 stage's ``--reward-model``). Input: ``--data`` (the GRPO parquet, verl's schema) and the policy ``grpo.init``
-(the SFT policy). Writes ``<out>/merged`` (and ``<out>/adapter`` with ``finetune: lora``), checkpoints in ``<out>/checkpoints`` (a restarted run
-resumes), the metrics and the per-step reward curve (also logged to MLflow as the ``grpo`` child run).
+(the SFT policy). Writes ``<out>/merged`` (and ``<out>/adapter`` with ``finetune: lora``), checkpoints in
+``<out>/checkpoints`` (a restarted run resumes), the metrics and the per-step reward curve (also logged to
+MLflow as the ``grpo`` child run).
 """
 
 from __future__ import annotations
