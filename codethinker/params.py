@@ -10,6 +10,7 @@ the plain mappings serve the tools that look at the whole file (preflight, the P
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "flatten",
     "load_params",
     "load_section",
+    "load_yaml",
     "mirror_root",
     "resolve_params",
 ]
@@ -39,12 +41,34 @@ class ParamsError(CodethinkerError, ValueError):
     """params.yaml is missing, malformed or lacks a section."""
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's floats: ``5e-05`` (how ``dvc exp run -S x=0.00005`` writes
+    a small number back into params.yaml) is a float, not the string YAML 1.1 reads; DVC's own reader
+    (ruamel, YAML 1.2) takes it as a float too."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),  # exponent without a dot: 5e-05, 1E3
+    list("-+0123456789"),
+)
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` as YAML, the way params.yaml is read (:class:`_Loader`).
+
+    >>> load_yaml("lr: 5e-05\nsteps: 16\nname: 1e3x")
+    {'lr': 5e-05, 'steps': 16, 'name': '1e3x'}
+    """
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
+
+
 def load_params(path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise ParamsError(f"{p}: params file not found (run from the project root)")
     try:
-        data = yaml.safe_load(p.read_text()) or {}
+        data = load_yaml(p.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ParamsError(f"{p}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

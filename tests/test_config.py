@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codethinker.config import ConfigError, from_mapping, load_config, policy_model
 from codethinker.config.bootstrap import BootstrapConfig
@@ -282,3 +284,29 @@ def test_from_mapping_is_as_strict() -> None:
         from_mapping(LoRAParams, {"r": "8"})
     with pytest.raises(ConfigError, match=r"^gen: need n >= 1"):
         from_mapping(GenConfig, {"n": 0}, "gen")
+
+
+# --- YAML 1.2 floats: how `dvc exp run -S` writes small numbers back into params.yaml ------------------
+
+
+def test_a_float_dvc_writes_with_an_exponent_loads_as_a_float(tmp_path):
+    """``dvc exp run -S grpo.learning_rate=0.00005`` writes ``learning_rate: 5e-05``, which YAML 1.1
+    (PyYAML's default) reads as a string, and the stage stopped with "expected float, got str '5e-05'"."""
+    p = tmp_path / "params.yaml"
+    p.write_text(PARAMS.read_text().replace("learning_rate: {default: 2.0e-4", "learning_rate: {default: 5e-05", 1))
+    assert "5e-05" in p.read_text()
+    assert load_config(GRPOConfig, p).params.learning_rate == 5e-05
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_every_finite_float_written_by_repr_reads_back(x):
+    from codethinker.params import load_yaml
+
+    assert load_yaml(f"x: {x!r}") == {"x": x}
+
+
+@pytest.mark.parametrize("text", ["5e", "1e3x", "e5", "1.2.3e4", "0x1p3", "5e-05abc", "--5e3"])
+def test_what_is_no_float_stays_a_string(text):
+    from codethinker.params import load_yaml
+
+    assert load_yaml(f"x: {text}") == {"x": text}

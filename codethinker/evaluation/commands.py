@@ -267,9 +267,9 @@ def run_report(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.exps}: not the JSON of `dvc exp show --json` ({exc})") from None
     params = None
     if args.params and Path(args.params).is_file():
-        import yaml
+        from codethinker.params import load_yaml
 
-        params = yaml.safe_load(Path(args.params).read_text())
+        params = load_yaml(Path(args.params).read_text())
     from codethinker.evaluation import general_report
 
     try:
