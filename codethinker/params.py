@@ -49,13 +49,13 @@ class _Loader(yaml.SafeLoader):
 
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),  # exponent without a dot: 5e-05, 1E3
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),  # an exponent, dot or none: 5e-05, 1E3
     list("-+0123456789"),
 )
 
 
 def load_yaml(text: str) -> Any:
-    """``text`` as YAML, the way params.yaml is read (:class:`_Loader`).
+    r"""``text`` as YAML, the way params.yaml is read (:class:`_Loader`).
 
     >>> load_yaml("lr: 5e-05\nsteps: 16\nname: 1e3x")
     {'lr': 5e-05, 'steps': 16, 'name': '1e3x'}
