@@ -293,8 +293,8 @@ def test_a_float_dvc_writes_with_an_exponent_loads_as_a_float(tmp_path):
     """``dvc exp run -S grpo.learning_rate=0.00005`` writes ``learning_rate: 5e-05``, which YAML 1.1
     (PyYAML's default) reads as a string, and the stage stopped with "expected float, got str '5e-05'"."""
     p = tmp_path / "params.yaml"
-    p.write_text(PARAMS.read_text().replace("learning_rate: {default: 2.0e-4", "learning_rate: {default: 5e-05", 1))
-    assert "5e-05" in p.read_text()
+    p.write_text(PARAMS.read_text().replace("learning_rate: {default: 5.0e-5", "learning_rate: {default: 5e-05", 1))
+    assert "learning_rate: {default: 5e-05" in p.read_text()
     assert load_config(GRPOConfig, p).params.learning_rate == 5e-05
 
 
