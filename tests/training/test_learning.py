@@ -1,7 +1,7 @@
 """GRPO learns: a few updates on the local path raise a reward the policy can move, for regular and DBS rollouts.
 
-The real path: :func:`~codethinker.training.grpo_local.make_grpo_trainer` (TRL's GRPOTrainer, LoRA,
-group-normalized advantages) with :class:`~codethinker.training.rollout.Rollout` sampling through
+The real path: :func:`~codethinker.training.grpo_local.make_grpo_trainer` (TRL's GRPOTrainer, LoRA or
+every weight, group-normalized advantages) with :class:`~codethinker.training.rollout.Rollout` sampling through
 the ``hf`` engine, which wraps the live training model. The test fails when the advantages have
 the wrong sign, when rewards reach the wrong completions, or when the rollout engine keeps sampling
 the initial policy: each of these was checked by breaking the code on purpose (issue 10).
