@@ -78,8 +78,7 @@ def vllm_engine(tiny_model: Path):
         enable_lora=True,
         max_lora_rank=8,
         weight_sync=True,
-        max_model_len=2048,
-        dtype="float32",
+        max_model_len=2048,  # dtype: the default (the checkpoint's own, float32), as the stages run it
         sleep_mode=True,
     )
     yield eng

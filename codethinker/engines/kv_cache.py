@@ -55,6 +55,7 @@ __all__ = [
     "KVShortfall",
     "auto_kv_cache_gib",
     "check_node_memory",
+    "config_dtype",
     "exception_text",
     "explain_start_failure",
     "kv_cache_need_bytes",
@@ -136,11 +137,23 @@ def kv_layout(config: Mapping[str, Any], dtype: str = "auto") -> KVLayout:
         head_dim = int(cfg.get("head_dim") or int(cfg["hidden_size"]) // heads)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         raise ValueError(f"config.json lacks what sizes a KV cache ({exc!r})") from None
-    name = dtype if dtype not in (None, "auto") else (cfg.get("dtype") or cfg.get("torch_dtype") or config.get("dtype"))
+    name = dtype if dtype not in (None, "auto") else config_dtype(config)
     layout = KVLayout(layers, kv_heads, head_dim, _dtype_bytes(name or "float32"))
     if min(layout.layers, layout.kv_heads, layout.head_dim) < 1:
         raise ValueError(f"config.json gives an empty KV layout: {layout}")
     return layout
+
+
+def config_dtype(config: Mapping[str, Any]) -> str | None:
+    """The dtype a ``config.json`` names (``dtype`` or ``torch_dtype``; a multimodal one's ``text_config``
+    first), without a ``torch.`` prefix; None when it names none.
+
+    >>> config_dtype({"torch_dtype": "float32"}), config_dtype({"text_config": {"dtype": "torch.bfloat16"}})
+    ('float32', 'bfloat16')
+    """
+    cfg = config.get("text_config") or config
+    name = cfg.get("dtype") or cfg.get("torch_dtype") or config.get("dtype") or config.get("torch_dtype")
+    return str(name).removeprefix("torch.") if name else None
 
 
 def read_model_config(model: str | os.PathLike[str]) -> dict[str, Any]:

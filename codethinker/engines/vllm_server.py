@@ -153,10 +153,11 @@ def vllm_server(
     env: dict[str, str] | None = None,
 ) -> Iterator[ServerHandle]:
     """Run a vLLM OpenAI server for the duration of the ``with`` block."""
-    from codethinker.engines.vllm import on_cpu
+    from codethinker.engines.vllm import cpu_dtype, on_cpu
 
     port = port or free_port()
     cpu = on_cpu()
+    dtype = cpu_dtype(model) if cpu and "--dtype" not in extra_args else "auto"  # VLLMEngine's choice
     if gpu_memory_utilization is None:
         gpu_memory_utilization = 0.15 if cpu else 0.85
     plan, kv_args = _kv_args(
@@ -179,6 +180,7 @@ def vllm_server(
         "--gpu-memory-utilization",
         str(gpu_memory_utilization),
         *kv_args,
+        *([] if dtype == "auto" else ["--dtype", dtype]),
         *extra_args,
     ]
     log = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="vllm-server-", suffix=".log")[1])

@@ -93,6 +93,13 @@ class GRPOParams:
     prompts_per_step: int = field(default=32, metadata={"help": "prompts (groups) per optimizer step"})
     micro_batch: int = field(default=8, metadata={"help": "sequences per forward/backward"})
     learning_rate: float = field(default=1e-6, metadata={"help": "learning rate (constant)"})
+    adam_epsilon: float = field(
+        default=1e-8,
+        metadata={
+            "help": "AdamW's epsilon (1e-8: torch's and verl's). About a weight's RMS gradient, it makes the update "
+            "follow the gradient's size instead of its sign alone"
+        },
+    )
     beta: float = field(default=0.0, metadata={"help": "KL loss coefficient (paper: no KL loss)"})
     entropy_coeff: float = field(default=0.0, metadata={"help": "entropy bonus (paper: 0; verl only)"})
     gradient_checkpointing: bool = field(

@@ -214,6 +214,7 @@ def grpo_config(ck: Path, p: GRPOParams) -> Any:
         num_train_epochs=p.epochs,
         max_steps=p.max_steps,
         learning_rate=p.learning_rate,
+        adam_epsilon=p.adam_epsilon,
         lr_scheduler_type="constant",
         beta=p.beta,
         loss_type="dapo",

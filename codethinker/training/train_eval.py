@@ -18,8 +18,10 @@ thoughts, or empty ones for a policy trained on ``contra_sft.teacher: none``), x
 generated programs are not given LeetCode's limit. ``max_prompts`` caps each source (a number for
 all, or ``{source: n}``).
 
-Models are evaluated one after another, each in a fresh engine (vLLM where it runs, else
-transformers' generate), so only one is in memory at a time.
+Models are evaluated one after another, so only one is in memory at a time: vLLM (where it runs) starts
+once and takes each next model's weights in place when that model has the same architecture and tokenizer
+(:func:`swappable`: the micro policy before SFT, after SFT and after GRPO; about 30 s less per model
+than a fresh engine on CPU); other models, and transformers' generate, get a fresh engine each.
 
 >>> run_train_eval({"before_sft": "models/base"}, rows, EvalParams())  # doctest: +SKIP
 {'before_sft': {'fmt_rate': 0.0, 'reward': 0.0, 'rcs': 0.0, 'answer_acc': 0.0, 'response_tokens': 256.0, ...}}
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EvalParams", "evaluate_engine", "open_eval_engine", "run_train_eval"]
+__all__ = ["EvalParams", "evaluate_engine", "open_eval_engine", "run_train_eval", "swappable"]
 
 MAX_SEQS = 256  # vLLM's CPU default for max_num_seqs: the most sequences an engine runs at once
 HF_BATCH = 64  # prompts per generate call of the transformers engine
@@ -206,14 +208,16 @@ def select_rows(rows: list[dict[str, Any]], max_prompts: int | dict[str, int] | 
     return out
 
 
-def open_eval_engine(path: str | Path, p: Any, seqs: int) -> Any:
+def open_eval_engine(path: str | Path, p: Any, seqs: int, *, weight_sync: bool = False) -> Any:
     """An engine for ``seqs`` sequences at once (at most :data:`MAX_SEQS`) with ``p``'s engine, context, KV
-    cache and seed (``p``: :class:`EvalParams` or any params with those fields and ``kv_params()``)."""
+    cache and seed (``p``: :class:`EvalParams` or any params with those fields and ``kv_params()``);
+    ``weight_sync``: a vLLM engine that can take other weights in place (``set_weights``)."""
     from codethinker import engines
 
     return engines.open_engine(
         path,
         p.engine,
+        weight_sync=weight_sync or None,
         max_model_len=p.max_model_len,
         kv_cache_gib=p.kv_cache_gib,
         max_num_seqs=max(1, min(seqs, MAX_SEQS)),
@@ -221,6 +225,43 @@ def open_eval_engine(path: str | Path, p: Any, seqs: int) -> Any:
         seed=p.seed,
         batch_size=HF_BATCH,  # transformers' generate only
     )
+
+
+CONFIG_BOOKKEEPING = ("_name_or_path", "transformers_version", "use_cache")  # nothing vLLM's weights depend on
+
+
+def swappable(a: str | Path, b: str | Path) -> bool:
+    """Whether an engine running model folder ``a`` can sample ``b`` by loading ``b``'s weights in place:
+    both local ``save_pretrained`` folders (safetensors) with the same ``config.json`` (bookkeeping keys
+    aside, :data:`CONFIG_BOOKKEEPING`), the same tokens (``tokenizer.json``'s vocabulary, merges, added
+    tokens, pre-tokenizer and normalizer; a re-saved tokenizer writes the rest differently) and the same
+    chat template. A hub id is never swapped (its weights are not in a folder here)."""
+    import json
+
+    def config(folder: Path) -> dict[str, Any]:
+        cfg = json.loads((folder / "config.json").read_text())
+        return {k: v for k, v in cfg.items() if k not in CONFIG_BOOKKEEPING}
+
+    def tokens(folder: Path) -> tuple[Any, ...]:
+        tok = json.loads((folder / "tokenizer.json").read_text()) if (folder / "tokenizer.json").is_file() else {}
+        model = tok.get("model") or {}
+        template = folder / "chat_template.jinja"
+        tok_config = folder / "tokenizer_config.json"
+        chat = template.read_text() if template.is_file() else None
+        if chat is None and tok_config.is_file():
+            chat = json.loads(tok_config.read_text()).get("chat_template")
+        keys = ("added_tokens", "pre_tokenizer", "normalizer")
+        return model.get("vocab"), model.get("merges"), *(tok.get(k) for k in keys), chat
+
+    a, b = Path(a), Path(b)
+    if not all((f / "config.json").is_file() and any(f.glob("*.safetensors")) for f in (a, b)):
+        return False
+    return config(a) == config(b) and tokens(a) == tokens(b)
+
+
+def _close(engine: Any) -> None:
+    if engine is not None and hasattr(engine, "close"):
+        engine.close()
 
 
 def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams) -> dict[str, Any]:
@@ -247,17 +288,22 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
     else:
         max_tokens = dict.fromkeys(groups, int(p.max_tokens))
     out: dict[str, Any] = {"reward_kind": spec.kind, "prompt_format": spec.format, "max_tokens": max_tokens}
-    for name, path in models.items():
-        if str(path).startswith(("models/", "./", "/")) and not Path(path).exists():
-            out[name] = {"missing": 1.0}
-            continue
-        eng = open_eval_engine(path, p, len(rows) * p.samples)
-        try:
+    eng, loaded = None, None  # the open engine and the model folder whose weights it holds
+    try:
+        for name, path in models.items():
+            if str(path).startswith(("models/", "./", "/")) and not Path(path).exists():
+                out[name] = {"missing": 1.0}
+                continue
+            if getattr(eng, "weight_sync", False) and swappable(loaded, path):
+                eng.set_weights(path)
+            else:
+                _close(eng)
+                eng = None
+                eng = open_eval_engine(path, p, len(rows) * p.samples, weight_sync=True)
+            loaded = path
             out[name] = evaluate_engine(eng, rows, p, max_tokens)
-        finally:
-            if hasattr(eng, "close"):
-                eng.close()
-            del eng
+    finally:
+        _close(eng)
     if "per_prompt" in out.get("after_grpo", {}) and "per_prompt" in out.get("after_sft", {}):
         out["grpo_vs_sft"] = compare(out["after_grpo"], out["after_sft"], rows, p.seed)
     for phase in out.values():

