@@ -58,13 +58,20 @@ def summary(result: dict) -> str:
                 row = m[source]
                 cells = [f"{row[c]:.3f} [{row[c + '_ci_low']:.2f}, {row[c + '_ci_high']:.2f}]" for c in METRIC_NAMES]
                 lines.append(f"{name:12} " + "  ".join(f"{c:>22}" for c in cells))
+                if "sampled_reward" in row:
+                    cells = [_ci(row, "sampled_" + c, "{:.3f} [{:.2f}, {:.2f}]") for c in METRIC_NAMES]
+                    lines.append(f"{'  sampled':12} " + "  ".join(f"{c:>22}" for c in cells))
         diff = result.get("grpo_vs_sft", {}).get(source)
         if diff:
-            lines.append(
-                f"{'GRPO - SFT':12} reward {diff['reward_diff']:+.3f} "
-                f"[{diff['reward_diff_ci_low']:+.3f}, {diff['reward_diff_ci_high']:+.3f}]"
-            )
+            lines.append(f"{'GRPO - SFT':12} reward {_ci(diff, 'reward_diff', '{:+.3f} [{:+.3f}, {:+.3f}]')}")
+            if "sampled_reward_diff" in diff:
+                cell = _ci(diff, "sampled_reward_diff", "{:+.3f} [{:+.3f}, {:+.3f}]")
+                lines.append(f"{'GRPO - SFT':12} sampled reward {cell}")
     return "\n".join(lines)
+
+
+def _ci(row: dict, key: str, fmt: str) -> str:
+    return fmt.format(row[key], row[key + "_ci_low"], row[key + "_ci_high"])
 
 
 if __name__ == "__main__":

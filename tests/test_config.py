@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def test_every_section_field_has_help() -> None:
 DERIVED = {
     "sft": {"model", "seed"},
     "grpo": {"init", "seed"},
-    "train_eval": {"models.before_sft"},
+    "train_eval": {"models.before_sft", "sampled_temperature"},
     "codegen": {"model", "threshold", "batch_size", "embed_cache"},
     "recode": {"model"},
 }
@@ -138,6 +139,8 @@ def _old(resolved: dict[str, Any], name: str) -> dict[str, Any]:
         section.setdefault("trace_thoughts", teacher != "none")
         section.setdefault("reward", resolved["grpo"].get("reward") or "crm")
         section.setdefault("whitebox", resolved["grpo"].get("whitebox") or {})
+        if section.get("sampled_temperature") is None:  # the sampled pass: GRPO's rollout temperature
+            section["sampled_temperature"] = resolved["grpo"]["rollout"]["temperature"]
         return {"models": models, "params": EvalParams(**section)}
     if name == "evaluate":
         values = {k: v for k, v in section.items() if k in EvalConfig.__dataclass_fields__}
@@ -293,7 +296,11 @@ def test_a_float_dvc_writes_with_an_exponent_loads_as_a_float(tmp_path):
     """``dvc exp run -S grpo.learning_rate=0.00005`` writes ``learning_rate: 5e-05``, which YAML 1.1
     (PyYAML's default) reads as a string, and the stage stopped with "expected float, got str '5e-05'"."""
     p = tmp_path / "params.yaml"
-    p.write_text(PARAMS.read_text().replace("learning_rate: {default: 5.0e-5", "learning_rate: {default: 5e-05", 1))
+    text = PARAMS.read_text()
+    grpo_lr = text[text.index("\ngrpo:") :].index("learning_rate: {default: ") + text.index("\ngrpo:")
+    p.write_text(
+        text[:grpo_lr] + re.sub(r"^learning_rate: \{default: [^,]+", "learning_rate: {default: 5e-05", text[grpo_lr:])
+    )
     assert "learning_rate: {default: 5e-05" in p.read_text()
     assert load_config(GRPOConfig, p).params.learning_rate == 5e-05
 

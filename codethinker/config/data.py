@@ -109,7 +109,7 @@ class DedupConfig(Section):
 
 @dataclass(frozen=True)
 class SynthSplit:
-    eval: int = field(default=100, metadata={"help": "generated functions held out for train_eval"})
+    eval: int = field(default=400, metadata={"help": "generated functions held out for train_eval"})
     grpo: int = field(default=1000, metadata={"help": "generated functions given to GRPO (the rest: SFT)"})
 
 

@@ -81,7 +81,7 @@ class TrainEvalConfig(Section):
         grpo = params.section(GRPOConfig).params  # the reward the policy was trained with
         values = {"seed": params.base.seed, "trace_thoughts": trace_thoughts(params)}
         reward = grpo.reward if grpo.task == "reasoning" else "crm"  # codegen policies: codegen_eval scores them
-        out = fill(raw, **values, reward=reward, whitebox=grpo.whitebox)
+        out = fill(raw, **values, reward=reward, whitebox=grpo.whitebox, sampled_temperature=grpo.rollout.temperature)
         models = TRAIN_EVAL_MODELS if raw.get("models") is None else raw["models"]
         if isinstance(models, dict):  # anything else: the loader names the wrong type
             out["models"] = {**models, "before_sft": models.get("before_sft") or params.policy}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-__all__ = ["Completion", "Engine"]
+__all__ = ["Completion", "Engine", "PrefixRequest"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,19 @@ class Completion:
     text: str  # the continuation only: whole sampled tokens, so a matched stop string and the rest of its token
     n_tokens: int  # tokens generated for this continuation
     finish_reason: Literal["stop", "length"]  # stop string (or EOS) vs. max_tokens
+
+
+@dataclass(frozen=True)
+class PrefixRequest:
+    """The arguments of one :meth:`Engine.continue_prefixes` call, for an engine that runs several calls as
+    one batch (``continue_requests``, optional: vLLM's engine has it; DBS uses it for a round's calls)."""
+
+    prefixes: list[str]
+    n: int
+    stop: list[str]
+    max_tokens: int
+    temperature: float = 1.0
+    seed: int | None = None
 
 
 @runtime_checkable

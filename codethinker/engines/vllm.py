@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from codethinker.engines.base import Completion
+from codethinker.engines.base import Completion, PrefixRequest
 from codethinker.engines.kv_cache import (
     CPU_BLOCK_SIZE,
     ENV_VAR,
@@ -339,34 +339,48 @@ class VLLMEngine:
         temperature: float = 1.0,
         seed: int | None = None,
     ) -> list[list[Completion]]:
-        from vllm import SamplingParams
+        return self.continue_requests([PrefixRequest(list(prefixes), n, list(stop), max_tokens, temperature, seed)])[0]
 
-        if not prefixes:
-            return []
-        greedy = temperature <= 0
-        params = SamplingParams(
-            n=1 if greedy else n,
-            temperature=0.0 if greedy else temperature,
-            max_tokens=max_tokens,
-            stop=list(stop) or None,
-            include_stop_str_in_output=True,
-            seed=seed,
-        )
+    def continue_requests(self, requests: list[Any]) -> list[list[list[Completion]]]:
+        """Several :meth:`continue_prefixes` calls (objects with its arguments as attributes: ``prefixes``,
+        ``n``, ``stop``, ``max_tokens``, ``temperature``, ``seed``) as one engine batch, each prompt with its
+        own sampling settings: a DBS round whose prefixes have different budgets and token limits runs as
+        one batch instead of one small batch per (budget, limit). Results per request, in order."""
+        from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        prompts = [TokensPrompt(prompt_token_ids=self._trail[p].tolist()) if p in self._trail else p for p in prefixes]
-        outs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False)
-        result: list[list[Completion]] = []
-        for prefix, o in zip(prefixes, outs, strict=True):
-            row = []
-            for c in o.outputs:
-                new = list(c.token_ids)
-                text = self.tokenizer.decode(new, skip_special_tokens=True) if new else c.text
-                self._remember(prefix + text, [*o.prompt_token_ids, *new])
-                finish = "length" if c.finish_reason == "length" else "stop"
-                row.append(Completion(text=text, n_tokens=len(new), finish_reason=finish))
-            result.append(row * n if greedy else row)
-        return result
+        prompts: list[Any] = []
+        params: list[Any] = []
+        for r in requests:
+            greedy = r.temperature <= 0
+            sp = SamplingParams(
+                n=1 if greedy else r.n,
+                temperature=0.0 if greedy else r.temperature,
+                max_tokens=r.max_tokens,
+                stop=list(r.stop) or None,
+                include_stop_str_in_output=True,
+                seed=r.seed,
+            )
+            for p in r.prefixes:
+                prompts.append(TokensPrompt(prompt_token_ids=self._trail[p].tolist()) if p in self._trail else p)
+                params.append(sp)
+        outs = iter(self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False) if prompts else [])
+        results: list[list[list[Completion]]] = []
+        for r in requests:
+            greedy = r.temperature <= 0
+            result: list[list[Completion]] = []
+            for prefix in r.prefixes:
+                o = next(outs)
+                row = []
+                for c in o.outputs:
+                    new = list(c.token_ids)
+                    text = self.tokenizer.decode(new, skip_special_tokens=True) if new else c.text
+                    self._remember(prefix + text, [*o.prompt_token_ids, *new])
+                    finish = "length" if c.finish_reason == "length" else "stop"
+                    row.append(Completion(text=text, n_tokens=len(new), finish_reason=finish))
+                result.append(row * r.n if greedy else row)
+            results.append(result)
+        return results
 
     def close(self) -> None:
         """Stop vLLM's engine processes (also done at interpreter exit)."""

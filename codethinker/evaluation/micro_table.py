@@ -74,7 +74,13 @@ BASELINES = (
 )
 GROUP = 8  # samples per prompt in every row (the baselines draw them all regularly)
 SEEDS = (0, 1, 2)
-METRICS = (("reward", "reward"), ("answer_acc", "accuracy"), ("rcs", "RCS"), ("fmt_rate", "format-valid"))
+METRICS = (
+    ("reward", "reward"),
+    ("answer_acc", "accuracy"),
+    ("rcs", "RCS"),
+    ("fmt_rate", "format-valid"),
+    ("sampled_reward", "reward, sampled"),  # train_eval's sampled pass (GRPO's temperature); – where a run has none
+)
 DEFAULTS = {"rollout.n_dbs": 4, "rollout.n_regular": 4, "crm.gate": True, "crm.prefix": True, "crm.prm": True,
             "crm.ccw": True}  # fmt: skip
 
@@ -184,7 +190,7 @@ def table(collected: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> str:
     sft_runs = {s: r for runs in collected.values() for s, r in runs.items() if r.get("after_sft")}
     if sft_runs:
         first = next(iter(sft_runs.values()))["after_sft"]
-        cells = [f"{float(first[k]):.3f}" for k, _ in METRICS]
+        cells = [f"{float(first[k]):.3f}" if k in first else "–" for k, _ in METRICS]
         lines.append("| w/o RL (the SFT checkpoint every row starts from) | – | " + " | ".join(cells) + " |")
     for v in (*VARIANTS, *BASELINES):
         runs = collected.get(v.key, {})
@@ -193,6 +199,9 @@ def table(collected: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> str:
             continue
         cells = []
         for k, _ in METRICS:
+            if not values(runs, k):
+                cells.append("–")
+                continue
             m, sd, n = _stats(values(runs, k))
             cell = f"{m:.3f} ± {sd:.3f}"
             base = values(full, k)

@@ -14,7 +14,8 @@ score lowest).
    rest are dropped.
 5. Repeat until ``B`` final trajectories exist. Invariant: ``finals + sum(live budgets) == B``.
 
-All prompts of a batch advance in lockstep, so each round is a few batched engine calls.
+All prompts of a batch advance in lockstep, so each round is a few batched engine calls, or one on an engine
+that batches several calls (``continue_requests``: vLLM's; each prefix keeps its own budget and token limit).
 Tokens generated and tokens dropped (on segments that are no prefix of any final trajectory) are
 counted: DBS's extra cost is part of the result.
 
@@ -220,13 +221,17 @@ def dbs_sample(
 ) -> list[DBSResult]:
     """Run DBS for every prompt (chat template applied); one :class:`DBSResult` per prompt."""
     run = DBSRun(prompts, scorers, cfg)
+    batch = getattr(engine, "continue_requests", None)  # a round's calls as one engine batch, where it can
     while not run.done:
+        reqs = run.requests()
         run.feed(
-            [
+            batch(reqs)
+            if batch is not None
+            else [
                 engine.continue_prefixes(
                     r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed
                 )
-                for r in run.requests()
+                for r in reqs
             ]
         )
     return run.results()

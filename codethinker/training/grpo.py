@@ -93,11 +93,22 @@ class GRPOParams:
     prompts_per_step: int = field(default=32, metadata={"help": "prompts (groups) per optimizer step"})
     micro_batch: int = field(default=8, metadata={"help": "sequences per forward/backward"})
     learning_rate: float = field(default=1e-6, metadata={"help": "learning rate (constant)"})
+    warmup_steps: int = field(
+        default=0,
+        metadata={"help": "optimizer steps over which the learning rate rises linearly from 0 (local backend)"},
+    )
     adam_epsilon: float = field(
         default=1e-8,
         metadata={
             "help": "AdamW's epsilon (1e-8: torch's and verl's). About a weight's RMS gradient, it makes the update "
             "follow the gradient's size instead of its sign alone"
+        },
+    )
+    scale_rewards: str = field(
+        default="group",
+        metadata={
+            "help": "advantage = reward - the group's mean, divided by the group's std (group: GRPO's, the paper's) "
+            "or by nothing (none: Dr. GRPO's, so a group of nearly equal rewards gets small advantages)"
         },
     )
     beta: float = field(default=0.0, metadata={"help": "KL loss coefficient (paper: no KL loss)"})
@@ -116,10 +127,11 @@ class GRPOParams:
     vllm_kv_cache_gib: float | str | None = field(
         default="auto",
         metadata={
-            "help": "vLLM's KV cache in GiB. CPU: auto = room for prompts_per_step x group sequences of "
-            "max_model_len tokens (from the model's config.json, +20%, >= 0.25 GiB). GPU: auto = what one GPU "
-            "has left beside the training policy, up to that need (codethinker.training.gpu_memory). A number = "
-            "that many; null = vLLM's share of memory (vllm_gpu_memory_utilization)"
+            "help": "vLLM's KV cache in GiB. CPU: auto = room for one generation batch (prompts_per_step x group "
+            "sequences, x rollout.oversample with rollout.filter_groups) of max_model_len tokens (from the model's "
+            "config.json, +20%, >= 0.25 GiB). GPU: auto = what one GPU has left beside the training policy, up to "
+            "that need (codethinker.training.gpu_memory). A number = that many; null = vLLM's share of memory "
+            "(vllm_gpu_memory_utilization)"
         },
     )
     vllm_sleep: bool = field(
@@ -176,6 +188,8 @@ class GRPOParams:
         from codethinker.engines.kv_cache import parse_kv_setting
 
         parse_kv_setting(self.vllm_kv_cache_gib, "grpo.vllm_kv_cache_gib")
+        if self.scale_rewards not in ("group", "none"):
+            raise ValueError(f"grpo.scale_rewards must be group or none, got {self.scale_rewards!r}")
         if self.finetune not in FINETUNE:
             raise ValueError(f"grpo.finetune must be one of {', '.join(FINETUNE)}, got {self.finetune!r}")
         if self.max_model_len != "auto" and not (isinstance(self.max_model_len, int) and self.max_model_len > 0):
@@ -196,8 +210,10 @@ class GRPOParams:
 
     @property
     def rollout_seqs(self) -> int:
-        """The most sequences one rollout call asks the engine for at once (vLLM's ``max_num_seqs``)."""
-        return self.prompts_per_step * self.rollout.group
+        """The most sequences one rollout call asks the engine for at once (vLLM's ``max_num_seqs``): a
+        generation batch of groups (``rollout.oversample`` x the step's prompts with ``filter_groups``)."""
+        batch = self.prompts_per_step * (self.rollout.oversample if self.rollout.filter_groups else 1)
+        return batch * self.rollout.group
 
     def kv_params(self) -> Any:
         """The params a vLLM KV-cache error names."""

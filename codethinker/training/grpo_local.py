@@ -4,9 +4,12 @@ The group of each prompt is ``n_regular`` regular + ``n_dbs`` DBS samples from t
 policy (vLLM where it runs, transformers' generate otherwise), scored by the run's reward
 (``grpo.reward``: CRM, or a baseline's ORM / white-box reward, :class:`RewardFunc`; the baselines'
 prompts and all-regular groups come from :func:`~codethinker.training.grpo.resolve_reward`) and
-normalized together (``scale_rewards="group"``). No KL loss (``beta=0``), no KL in the reward,
-no entropy bonus (TRL has none; verl's ``entropy_coeff`` is set to 0), alpha = 1 (CRMConfig).
-Token-level loss aggregation (TRL's ``dapo``), like verl's ``token-mean``.
+normalized together (``grpo.scale_rewards``: divided by the group's std, GRPO's, or not). No KL
+loss (``beta=0``), no KL in the reward, no entropy bonus (TRL has none; verl's ``entropy_coeff`` is
+set to 0), alpha = 1 (CRMConfig). Token-level loss aggregation (TRL's ``dapo``), like verl's
+``token-mean``. With ``rollout.filter_groups`` (DAPO's dynamic sampling, local backend only) the
+rollout hands the update groups whose rewards differ, drawn from further prompts where TRL's have
+none (:meth:`~codethinker.training.rollout.Rollout.sample_informative`).
 
 Per step it logs reward mean/std/max for the regular and the DBS subgroup, r_proc, r_res, the
 format-valid rate, RCS, response length, and the tokens DBS generated and dropped; for ``grpo.task:
@@ -19,6 +22,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +68,9 @@ PLOT_COLUMNS = [
     "dbs_tokens_generated",
     "dbs_tokens_dropped",
     "dbs_cache_hit_rate",
+    "frac_reward_zero_std",
+    "groups_drawn",
+    "groups_informative",
     "loss",
     "step_s",
     "rollout_regular_s",
@@ -215,10 +222,11 @@ def grpo_config(ck: Path, p: GRPOParams) -> Any:
         max_steps=p.max_steps,
         learning_rate=p.learning_rate,
         adam_epsilon=p.adam_epsilon,
-        lr_scheduler_type="constant",
+        lr_scheduler_type="constant_with_warmup" if p.warmup_steps else "constant",
+        warmup_steps=p.warmup_steps,
         beta=p.beta,
         loss_type="dapo",
-        scale_rewards="group",
+        scale_rewards=p.scale_rewards,
         temperature=r.temperature,
         max_completion_length=r.max_completion_tokens,
         logging_steps=1,
@@ -266,6 +274,14 @@ def rollout_engine(p: GRPOParams, model: str | Path) -> tuple[str, Any]:
     return kind, engine
 
 
+def group_rewards(func: Any) -> Callable[[list[str], list[str]], list[float]] | None:
+    """``(texts, truths) -> rewards`` of a :class:`RewardFunc` (its scores, not counted in its step
+    statistics), for the rollout's dynamic sampling; None for another reward function."""
+    if not hasattr(func, "score_texts"):
+        return None
+    return lambda texts, truths: [float(s.reward) for s in func.score_texts(texts, truths)]
+
+
 def make_grpo_trainer(
     model: str | Path,
     rows: list[dict[str, Any]],
@@ -294,14 +310,25 @@ def make_grpo_trainer(
     truths = {prompt_key(row["prompt"]): row["truth"] for row in rows}
     scorer_for = p.reward_spec().prefix_scorer if p.task == "codegen" else None  # DBS on code blocks
     root = ck / "rollout_adapters"
+    funcs = reward_funcs or [reward_func(p)]
     rollout = Rollout(
-        kind, eng, tok, truths, p.rollout, adapter_root=root, seed=p.seed, scorer_for=scorer_for, push=p.finetune
+        kind,
+        eng,
+        tok,
+        truths,
+        p.rollout,
+        adapter_root=root,
+        seed=p.seed,
+        scorer_for=scorer_for,
+        push=p.finetune,
+        pool=[row["prompt"] for row in rows],
+        group_reward=group_rewards(funcs[0]),
     )
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
     ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])
     trainer = GRPOTrainer(
         model=policy,
-        reward_funcs=reward_funcs or [reward_func(p)],
+        reward_funcs=funcs,
         args=args,
         train_dataset=ds,
         processing_class=tok,
@@ -370,7 +397,11 @@ def grpo_metrics(
         "dbs_tokens_dropped": sum(h.get("dbs_tokens_dropped", 0) for h in hist),
         **cache_rate(hist),
         "policy_pushes": len(rollout.pushed),
-        **{f"mean_{k}": sum(h.get(k, 0.0) for h in hist) / max(len(hist), 1) for k in TIMING},
+        "filter_groups": p.rollout.filter_groups,
+        "groups_drawn": int(sum(h.get("groups_drawn", 0) for h in hist)),
+        **{
+            f"mean_{k}": sum(h.get(k, 0.0) for h in hist) / max(len(hist), 1) for k in (*TIMING, "frac_reward_zero_std")
+        },
     }
 
 

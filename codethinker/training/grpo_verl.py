@@ -223,7 +223,7 @@ def _data_overrides(train: str | Path, val: str | Path, p: GRPOParams) -> list[s
     return [
         "algorithm.adv_estimator=grpo",
         "algorithm.use_kl_in_reward=false",
-        "algorithm.norm_adv_by_std_in_grpo=true",
+        f"algorithm.norm_adv_by_std_in_grpo={str(p.scale_rewards == 'group').lower()}",
         f"data.train_files={Path(train).resolve()}",
         f"data.val_files={Path(val).resolve()}",
         f"data.train_batch_size={p.prompts_per_step}",
@@ -249,6 +249,7 @@ def _actor_rollout_overrides(model: str | Path, p: GRPOParams, agent_loop_path: 
         f"actor_rollout_ref.model.enable_gradient_checkpointing={str(p.gradient_checkpointing).lower()}",
         f"actor_rollout_ref.actor.strategy={v.strategy}",
         f"actor_rollout_ref.actor.optim.lr={p.learning_rate}",
+        *([f"actor_rollout_ref.actor.optim.lr_warmup_steps={p.warmup_steps}"] if p.warmup_steps else []),
         f"actor_rollout_ref.actor.ppo_mini_batch_size={v.ppo_mini_batch_size}",
         f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={v.micro_batch_size_per_gpu}",
         f"actor_rollout_ref.actor.use_kl_loss={'true' if p.beta > 0 else 'false'}",
@@ -355,6 +356,11 @@ def run_grpo_verl(
     then export the trained model to ``<out>/adapter`` and ``<out>/merged``; returns the stage's metrics."""
     out = Path(out)
     p = resolve_reward(p)
+    if p.rollout.filter_groups:  # verl has it only in its DAPO recipe's trainer, not in main_ppo
+        raise ValueError(
+            "grpo.rollout.filter_groups (dynamic sampling) is a local-backend option; with grpo.backend: verl set it "
+            "to false (the paper's setup has none)"
+        )
     if p.rollout.max_completion_tokens == "auto":
         p = resolve_budget(p, model, load_grpo_rows(data, None, p)[0])
     cfg_dir = out / "verl"

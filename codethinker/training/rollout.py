@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 import shutil
 import time
 from collections.abc import Callable
@@ -55,6 +56,30 @@ class RolloutParams:
     dbs_max_rounds: int = field(
         default=_DBS.max_rounds, metadata={"help": "DBS: block rounds before running to the end"}
     )
+    filter_groups: bool = field(
+        default=False,
+        metadata={
+            "help": "DAPO's dynamic sampling: a group whose rewards are all equal has every advantage 0, so draw "
+            "further prompts' groups until the step holds as many groups with unequal rewards as it asked for "
+            "(or max_gen_batches batches were drawn; the rest is filled with equal-reward groups)"
+        },
+    )
+    oversample: int = field(
+        default=1,
+        metadata={
+            "help": "filter_groups: a generation batch is oversample x the step's prompts, drawn in one engine batch "
+            "(a larger batch samples more tokens per second)"
+        },
+    )
+    max_gen_batches: int = field(
+        default=2,
+        metadata={"help": "filter_groups: the most generation batches one step draws (the first included)"},
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("oversample", "max_gen_batches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"grpo.rollout.{name} must be >= 1, got {getattr(self, name)}")
 
     @property
     def group(self) -> int:
@@ -90,6 +115,8 @@ class RolloutStats:
     sync_s: float = 0.0  # wall seconds pushing the policy's weights to the engine
     dbs_cache_queried: int = 0  # prompt tokens of the DBS continuations vLLM looked up in its prefix cache
     dbs_cache_hits: int = 0  # ... and found there
+    groups_drawn: int = 0  # groups sampled (filter_groups: the further prompts' included)
+    groups_informative: int = 0  # ... whose rewards were not all equal
 
     def take(self) -> dict[str, float]:
         out = {
@@ -103,7 +130,11 @@ class RolloutStats:
             "rollout/dbs_cache_queried": self.dbs_cache_queried,
             "rollout/dbs_cache_hits": self.dbs_cache_hits,
             "rollout/dbs_cache_hit_rate": self.dbs_cache_hits / max(self.dbs_cache_queried, 1),
+            "rollout/gen_batches": self.calls,
         }
+        if self.groups_drawn:  # filter_groups: what dynamic sampling drew (TRL logs frac_reward_zero_std of the rest)
+            out["rollout/groups_drawn"] = self.groups_drawn
+            out["rollout/groups_informative"] = self.groups_informative
         self.__init__()  # type: ignore[misc]
         return {k: float(v) for k, v in out.items()}
 
@@ -123,9 +154,17 @@ class Rollout:
         seed: int = 0,
         scorer_for: Callable[[str], Callable[[str], float]] | None = None,
         push: str = "lora",
+        pool: list[Any] | None = None,
+        group_reward: Callable[[list[str], list[str]], list[float]] | None = None,
     ):
         if push not in ("lora", "full"):
             raise ValueError(f"push must be lora or full, got {push!r}")
+        if p.filter_groups and group_reward is None:
+            raise ValueError("filter_groups needs group_reward: the rewards that tell an informative group")
+        # filter_groups: the chat prompts further groups are drawn from (in a seeded order) and their rewards
+        self.pool, self.group_reward = list(pool or []), group_reward
+        self._order = random.Random(seed).sample(range(len(self.pool)), len(self.pool))
+        self._cursor = 0
         self.kind, self.engine, self.tok, self.truths, self.p = kind, engine, tokenizer, truths, p
         self.push = push
         self.adapter_root = Path(adapter_root) if adapter_root else None
@@ -232,8 +271,13 @@ class Rollout:
             wake()
         self.sync(trainer)
         self.stats.sync_s += time.perf_counter() - t0
+        firsts = [grp[0] for grp in groups]
         try:
-            texts, comps = self.sample([grp[0] for grp in groups])
+            if self.p.filter_groups:
+                keys, texts, comps = self.sample_informative(firsts)
+            else:
+                texts, comps = self.sample(firsts)
+                keys = [prompt_key(m) for m in firsts]
         finally:
             if sleep:  # the update gets the memory of vLLM's weights and KV cache
                 sleep()
@@ -249,4 +293,61 @@ class Rollout:
                 completion_ids.append(ids)
                 kinds.append("regular" if k < self.p.n_regular else "dbs")
         getattr(self.engine, "forget", lambda: None)()  # the engine's ids of this step are read: drop them
-        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None, "rollout_kind": kinds}
+        out = {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None, "rollout_kind": kinds}
+        if self.p.filter_groups:  # groups may be other prompts than TRL's: the reward reads their truths
+            out["truth"] = [self.truths[k] for k in keys for _ in range(g)]
+        return out
+
+    # -- dynamic sampling (filter_groups) -----------------------------------------------------------
+    def informative(self, keys: list[str], comps: list[list[Any]]) -> list[bool]:
+        """Per group: whether its rewards differ (an all-equal group has every advantage 0)."""
+        assert self.group_reward is not None
+        texts = [c.text for row in comps for c in row]
+        truths = [self.truths[k] for k, row in zip(keys, comps, strict=True) for _ in row]
+        rewards = self.group_reward(texts, truths)
+        flags, i = [], 0
+        for row in comps:
+            r = rewards[i : i + len(row)]
+            i += len(row)
+            flags.append(bool(r) and max(r) - min(r) > 1e-9)
+        return flags
+
+    def draw(self, n: int, taken: set[str]) -> list[Any]:
+        """Up to ``n`` pool prompts not in ``taken``, in the pool's seeded order (cycling over it)."""
+        out: list[Any] = []
+        for _ in range(len(self.pool)):
+            if len(out) == n:
+                break
+            m = self.pool[self._order[self._cursor]]
+            self._cursor = (self._cursor + 1) % len(self.pool)
+            if prompt_key(m) not in taken:
+                taken.add(prompt_key(m))
+                out.append(m)
+        return out
+
+    def sample_informative(self, prompts: list[Any]) -> tuple[list[str], list[str], list[list[Any]]]:
+        """DAPO's dynamic sampling: generation batches of ``prompts`` (TRL's) plus further pool prompts,
+        ``oversample`` x ``len(prompts)`` groups each, until ``len(prompts)`` groups have unequal rewards or
+        ``max_gen_batches`` batches were drawn; the informative groups first, in the order drawn, then
+        equal-reward ones. Returns (prompt keys, prompt texts, completions) of the groups handed over."""
+        n = len(prompts)
+        size = n * self.p.oversample
+        taken = {prompt_key(m) for m in prompts}
+        batch = [*prompts, *self.draw(size - n, taken)]
+        cand: list[tuple[str, str, list[Any]]] = []
+        flags: list[bool] = []
+        for _ in range(self.p.max_gen_batches):
+            if not batch:
+                break
+            texts, comps = self.sample(batch)
+            keys = [prompt_key(m) for m in batch]
+            cand += zip(keys, texts, comps, strict=True)
+            flags += self.informative(keys, comps)
+            if sum(flags) >= n:
+                break
+            batch = self.draw(size, taken)
+        chosen = [c for c, f in zip(cand, flags, strict=True) if f][:n]
+        chosen += [c for c, f in zip(cand, flags, strict=True) if not f][: n - len(chosen)]
+        self.stats.groups_drawn += len(cand)
+        self.stats.groups_informative += sum(flags)
+        return [c[0] for c in chosen], [c[1] for c in chosen], [c[2] for c in chosen]

@@ -51,6 +51,23 @@ class EvalParams:
     )
     temperature: float = field(default=0.0, metadata={"help": "0: greedy"})
     samples: int = field(default=1, metadata={"help": "responses per prompt"})
+    sampled_samples: int = field(
+        default=0,
+        metadata={
+            "help": "a second pass: this many answers per prompt at sampled_temperature, each metric their mean per "
+            "prompt, reported as sampled_<metric> (the policy's expected score, what GRPO raises); 0: none"
+        },
+    )
+    sampled_temperature: float | None = field(
+        default=None, metadata={"help": "the second pass's temperature (None: GRPO's rollout temperature)"}
+    )
+    sampled_phases: list[str] | None = field(
+        default_factory=lambda: ["after_sft", "after_grpo"],
+        metadata={
+            "help": "the phases (models' names) that get the second pass (None: all; the random model before SFT "
+            "writes to the limit and scores 0)"
+        },
+    )
     engine: str = field(default="auto", metadata={"help": "vllm | hf | auto"})
     max_model_len: int = field(default=4096, metadata={"help": "vLLM context"})
     kv_cache_gib: float | str | None = field(
@@ -178,13 +195,19 @@ def evaluate_engine(
     return {"gen_s": round(time.time() - t0, 1), "per_prompt": per_prompt, **out}
 
 
+SAMPLED = "sampled_"  # prefix of the second (sampled) pass's metrics
+
+
 def compare(after: dict[str, Any], before: dict[str, Any], rows: list[dict[str, Any]], seed: int = 0) -> dict:
-    """Per source: mean reward change (after - before) on the same prompts, with its paired 95% CI."""
+    """Per source: mean reward change (after - before) on the same prompts, with its paired 95% CI (and
+    the same for the sampled pass's metrics where both have them)."""
     from codethinker.evaluation.stats import paired_diff_ci
 
     out = {}
+    keys = ("reward", "fmt_rate", "rcs", "answer_acc")
+    sampled = all(SAMPLED + "reward" in x for m in (after, before) for x in m["per_prompt"][:1])
     for source, idx in by_source(rows).items():
-        for k in ("reward", "fmt_rate", "rcs", "answer_acc"):
+        for k in (*keys, *(SAMPLED + k for k in keys if sampled)):
             ci = paired_diff_ci(
                 [after["per_prompt"][i][k] for i in idx], [before["per_prompt"][i][k] for i in idx], seed=seed
             )
@@ -259,6 +282,26 @@ def swappable(a: str | Path, b: str | Path) -> bool:
     return config(a) == config(b) and tokens(a) == tokens(b)
 
 
+def sampled_params(p: EvalParams) -> EvalParams:
+    """``p`` for the sampled pass: ``sampled_samples`` answers per prompt at ``sampled_temperature`` (None: 1.0)."""
+    import dataclasses
+
+    t = 1.0 if p.sampled_temperature is None else p.sampled_temperature
+    return dataclasses.replace(p, temperature=t, samples=p.sampled_samples, sampled_samples=0)
+
+
+def merge_sampled(result: dict[str, Any], sampled: dict[str, Any]) -> None:
+    """Put the sampled pass's summaries and per-prompt values beside the main pass's, as ``sampled_<key>``."""
+    for source, summary in sampled.items():
+        if isinstance(summary, dict) and source in result:
+            result[source].update({SAMPLED + k: v for k, v in summary.items() if k != "n"})
+    result["per_prompt"] = [
+        {**a, **{SAMPLED + k: v for k, v in b.items()}}
+        for a, b in zip(result["per_prompt"], sampled["per_prompt"], strict=True)
+    ]
+    result["gen_s"] = round(result["gen_s"] + sampled["gen_s"], 1)
+
+
 def _close(engine: Any) -> None:
     if engine is not None and hasattr(engine, "close"):
         engine.close()
@@ -299,9 +342,11 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
             else:
                 _close(eng)
                 eng = None
-                eng = open_eval_engine(path, p, len(rows) * p.samples, weight_sync=True)
+                eng = open_eval_engine(path, p, len(rows) * max(p.samples, p.sampled_samples), weight_sync=True)
             loaded = path
             out[name] = evaluate_engine(eng, rows, p, max_tokens)
+            if p.sampled_samples and (p.sampled_phases is None or name in p.sampled_phases):
+                merge_sampled(out[name], evaluate_engine(eng, rows, sampled_params(p), max_tokens))
     finally:
         _close(eng)
     if "per_prompt" in out.get("after_grpo", {}) and "per_prompt" in out.get("after_sft", {}):

@@ -42,6 +42,30 @@ def test_offline_engine_contract(vllm_engine):
     assert g[0] == g[1] and g[0].finish_reason == "length"
 
 
+def test_requests_batched_in_one_call_equal_separate_calls(vllm_engine):
+    """``continue_requests`` (DBS runs a round's calls through it): each request keeps its own n, limit, stop
+    and seed, and gets what a separate ``continue_prefixes`` call returns."""
+    from codethinker.engines.base import PrefixRequest
+
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "hi"}])
+    reqs = [
+        PrefixRequest([prompt, prompt + "a"], 2, ["e"], 7, 1.0, 3),
+        PrefixRequest([prompt + "b"], 3, [], 4, 1.0, 5),
+        PrefixRequest([prompt], 2, [], 6, 0.0, None),
+    ]
+    batched = vllm_engine.continue_requests(reqs)
+    separate = [
+        vllm_engine.continue_prefixes(
+            r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed
+        )
+        for r in reqs
+    ]
+    assert batched == separate
+    assert [[len(row) for row in out] for out in batched] == [[2, 2], [3], [2]]
+    assert all(c.n_tokens <= 4 for c in batched[1][0]) and all(c.n_tokens == 6 for c in batched[2][0])
+    assert vllm_engine.continue_requests([]) == []
+
+
 def test_sleep_mode_is_a_no_op_on_the_cpu_build(vllm_engine):
     """grpo.vllm_sleep asks for sleep mode; vLLM has it on CUDA only, so the CPU build runs without it
     and sleep/wake_up change nothing (the fixture is built with sleep_mode=True)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from codethinker.evaluation import micro_table
-from codethinker.evaluation.micro_table import BASELINES, VARIANTS, collect, commands, table, variant_of
+from codethinker.evaluation.micro_table import BASELINES, METRICS, VARIANTS, collect, commands, table, variant_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -203,4 +203,5 @@ class TestBaselineRewards:
         assert "1.000 ± 0.100 |" in orm_row  # its ORM reward, no Δ against CRM's
         assert "0.200 ± 0.000 (-0.300*)" in orm_row  # accuracy compares directly
         assert "not run" in rows[BASELINES[1].label]
-        assert rows["outcome reward only (R_res)"].count("not run") == 4  # the CRM ablation keeps its row
+        assert rows["outcome reward only (R_res)"].count("not run") == len(METRICS)  # the CRM ablation keeps its row
+        assert orm_row.endswith("| – |")  # runs without train_eval's sampled pass: no sampled reward

@@ -197,3 +197,30 @@ def test_async_driver_matches_the_sync_one():
     [asy] = asyncio.run(dbs_sample_async(cont, ["P:"], [score], cfg))
     assert [c.text for c in asy.completions] == [c.text for c in sync.completions]
     assert (asy.tokens_generated, asy.tokens_dropped) == (sync.tokens_generated, sync.tokens_dropped)
+
+
+class _BatchingEngine(ScriptedEngine):
+    """A scripted engine that also runs several calls as one batch, as VLLMEngine.continue_requests does."""
+
+    batches: int = 0
+
+    def continue_requests(self, requests):
+        self.batches += 1
+        return [
+            self.continue_prefixes(r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, seed=r.seed) for r in requests
+        ]
+
+
+def test_a_batching_engine_gets_one_call_per_round_and_the_same_trajectories():
+    def script(prefix, k, sid):
+        depth = n_blocks(prefix)
+        n = 2 + (len(prefix) + k) % 5  # prefixes of one round end up with different token limits
+        return (f"<d{depth}k{k}>{BLOCK}", n, "stop") if depth < 3 else (f"<d{depth}k{k}>{END}", 1, "stop")
+
+    score = lambda t: float(t.count("k0") + t.count("k1"))  # noqa: E731  ties: budgets of 2 and 1
+    cfg = DBSConfig(budget=5, max_tokens=12)
+    plain = dbs_sample(ScriptedEngine(script), ["P:", "Q:"], [score] * 2, cfg)
+    eng = _BatchingEngine(script)
+    batched = dbs_sample(eng, ["P:", "Q:"], [score] * 2, cfg)
+    assert [[c.text for c in r.completions] for r in batched] == [[c.text for c in r.completions] for r in plain]
+    assert eng.batches == max(r.rounds for r in batched) and len(eng.calls) > eng.batches  # several calls a round

@@ -13,7 +13,7 @@ from codethinker.contra.render import render_prompt, render_trace, vanilla_promp
 from codethinker.contra.tracer import Flow
 from codethinker.rewards.whitebox import whitebox_prompt
 from codethinker.training.grpo import grpo_params, load_grpo_rows, resolve_reward
-from codethinker.training.grpo_local import CRMRewardFunc, RewardFunc, make_grpo_trainer, run_grpo_local
+from codethinker.training.grpo_local import CRMRewardFunc, RewardFunc, group_rewards, make_grpo_trainer, run_grpo_local
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
 
 from ..sampling.scripted import ScriptedEngine
@@ -106,6 +106,85 @@ def test_rollout_reports_the_prefix_cache_of_dbs_calls_only():
     assert r.stats.take()["rollout/dbs_cache_hit_rate"] == 0.0  # taken: reset, nothing queried since
 
 
+class TestFilterGroups:
+    """DAPO's dynamic sampling (``rollout.filter_groups``): groups whose rewards are all equal carry no
+    advantage, so the rollout draws further prompts' groups and hands the update the informative ones."""
+
+    @staticmethod
+    def _setup(n_prompts=4, **over):
+        flows = [Flow.from_json(t) for t in truths()[:n_prompts]]
+        prompts = [render_prompt(f) for f in flows]
+        table = {prompt_key(p): t for p, t in zip(prompts, truths()[:n_prompts], strict=True)}
+        good = {prompt_key(p): render_trace(f) for p, f in zip(prompts, flows, strict=True)}
+        return prompts, table, good
+
+    @staticmethod
+    def _rollout(prompts, table, good, informative, **params):
+        """Each prompt in ``informative`` gets one right trace in its group (reward 4 beside 0s), the rest junk."""
+        marked = {p[-1]["content"]: good[prompt_key(p)] for p in informative}
+
+        def script(prefix, k, sid):
+            hit = [trace for content, trace in marked.items() if content in prefix]
+            return (hit[0], 5, "stop") if hit and k == 0 else ("junk", 1, "stop")
+
+        eng = ScriptedEngine(script)
+        p = RolloutParams(n_regular=2, n_dbs=0, **params)
+        fn = group_rewards(RewardFunc())
+        return Rollout("static", eng, _Tok(), table, p, pool=prompts, group_reward=fn, seed=3), eng
+
+    def test_valid_the_step_gets_the_informative_groups_of_other_prompts(self):
+        prompts, table, good = self._setup()
+        r, eng = self._rollout(prompts, table, good, prompts[2:], filter_groups=True, max_gen_batches=4)
+        out = r([prompts[0]] * 2 + [prompts[1]] * 2, _trainer())  # TRL's two prompts: both uninformative
+        # the reward reads the truths of the groups handed over: prompts 2 and 3, one right trace each
+        assert sorted(set(out["truth"])) == sorted({table[prompt_key(prompts[2])], table[prompt_key(prompts[3])]})
+        assert out["truth"][0] == out["truth"][1] and out["truth"][2] == out["truth"][3]
+        texts = [[{"role": "assistant", "content": _text(ids)}] for ids in out["completion_ids"]]
+        rewards = RewardFunc()(None, texts, truth=out["truth"])
+        assert rewards.count(4.0) == 2 and rewards.count(0.0) == 2
+        stats = r.stats.take()
+        assert stats["rollout/groups_drawn"] == 4 and stats["rollout/groups_informative"] == 2
+        assert stats["rollout/gen_batches"] == len(eng.calls) == 2  # TRL's batch, then one more
+
+    def test_valid_oversample_draws_one_larger_engine_batch(self):
+        prompts, table, good = self._setup()
+        r, eng = self._rollout(prompts, table, good, prompts[1:3], filter_groups=True, oversample=2)
+        out = r([prompts[0]] * 2 + [prompts[1]] * 2, _trainer())
+        assert len(eng.calls) == 1 and len(eng.calls[0]["prefixes"]) == 4  # TRL's 2 prompts + 2 from the pool
+        assert out["truth"][::2] == [table[prompt_key(prompts[1])], table[prompt_key(prompts[2])]]
+
+    def test_invalid_settings_are_refused(self):
+        _, table, _ = self._setup(1)
+        with pytest.raises(ValueError, match="group_reward"):
+            Rollout(
+                "static", ScriptedEngine(lambda *a: ("x", 1, "stop")), _Tok(), table, RolloutParams(filter_groups=True)
+            )
+        with pytest.raises(ValueError, match="max_gen_batches"):
+            RolloutParams(max_gen_batches=0)
+        with pytest.raises(ValueError, match="oversample"):
+            RolloutParams(oversample=0)
+
+    def test_mixed_draws_stop_at_max_gen_batches_and_fill_with_equal_groups(self):
+        prompts, table, good = self._setup()
+        r, eng = self._rollout(prompts, table, good, prompts[3:], filter_groups=True, max_gen_batches=2)
+        out = r([prompts[0]] * 2 + [prompts[1]] * 2, _trainer())
+        assert len(eng.calls) == 2 and len(out["completion_ids"]) == 4
+        stats = r.stats.take()
+        assert stats["rollout/groups_drawn"] == 4 and stats["rollout/groups_informative"] == 1
+        assert out["truth"][0] == table[prompt_key(prompts[3])]  # the informative group first
+
+    def test_off_keeps_trls_groups(self):
+        prompts, table, good = self._setup()
+        r, eng = self._rollout(prompts, table, good, prompts[1:2])
+        out = r([prompts[0]] * 2 + [prompts[1]] * 2, _trainer())
+        assert "truth" not in out and len(eng.calls) == 1
+        assert "rollout/groups_drawn" not in r.stats.take()
+
+
+def _text(ids):
+    return "".join(chr(i) for i in ids if i >= 0)
+
+
 def test_crm_reward_func_scores_and_summarizes():
     good = [render_trace(Flow.from_json(t)) for t in truths()[:2]]
     fn = CRMRewardFunc({"alpha": 1.0})
@@ -163,6 +242,16 @@ def test_grpo_local_hf_trains_saves_and_logs(tiny_model, grpo_parquet, tmp_path)
     lines = csv.read_text().splitlines()
     assert lines[0].startswith("step,reward_mean,reward_regular_mean,reward_dbs_mean")
     assert len(lines) == 2 and lines[1].startswith("1,")
+
+
+@pytest.mark.slow
+def test_filter_groups_in_the_trainer_draws_further_groups(tiny_model, grpo_parquet, tmp_path):
+    """Dynamic sampling through TRL: a random policy's groups all score 0, so the rollout draws every batch
+    it may (3 of 1 group), hands over an equal-reward group, and the step runs on it."""
+    rollout = {"n_regular": 2, "n_dbs": 2, "max_completion_tokens": 12, "filter_groups": True, "max_gen_batches": 3}
+    m = run_grpo_local(tiny_model, grpo_parquet, tmp_path / "grpo", _tiny_params(rollout=rollout))
+    assert m["steps"] == 1 and m["filter_groups"] is True
+    assert m["groups_drawn"] == 3 and m["mean_frac_reward_zero_std"] == 1.0
 
 
 def _lengthy(completions, **_):

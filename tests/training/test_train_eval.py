@@ -151,6 +151,42 @@ def test_stage_summary_with_per_source_limits(grpo_parquet, tiny_model, monkeypa
         assert "GRPO - SFT   reward +0.000 [+0.000, +0.000]" in block
 
 
+class _SampledOracle(_Oracle):
+    """Greedy: the true trace for even prompts; sampled: the true trace for the first of every n answers."""
+
+    def __init__(self, rows):
+        super().__init__(rows)
+        self.calls = []
+
+    def continue_prefixes(self, prefixes, n, *, stop, max_tokens, temperature=1.0, seed=None):
+        self.calls.append((n, temperature))
+        if temperature <= 0:
+            return super().continue_prefixes(prefixes, n, stop=stop, max_tokens=max_tokens)
+        good = [Completion(render_trace(Flow.from_json(self.by_prompt[p])), 10, "stop") for p in prefixes]
+        return [[g] + [Completion("no trace", 3, "stop")] * (n - 1) for g in good]
+
+
+def test_the_sampled_pass_reports_the_mean_of_its_answers_beside_greedy(grpo_parquet, tiny_model, monkeypatch):
+    from stages.train_eval import summary
+
+    rows, _ = load_grpo_rows(grpo_parquet)
+    rows = _with_sources(rows, ["synth"] * 4)
+    eng = _SampledOracle(rows)
+    monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: eng)
+    p = EvalParams(max_tokens=64, sampled_samples=4, sampled_temperature=0.7)
+    out = run_train_eval({"after_sft": tiny_model, "after_grpo": tiny_model}, rows, p)
+    s = out["after_grpo"]["synth"]
+    assert s["reward"] == 2.0 and s["fmt_rate"] == 0.5  # greedy: two of four prompts right
+    assert s["sampled_reward"] == 1.0 and s["sampled_fmt_rate"] == 0.25  # one right answer of four per prompt
+    assert s["sampled_reward_ci_low"] == s["sampled_reward_ci_high"] == 1.0 and "sampled_n" not in s
+    assert (4, 0.7) in eng.calls and (1, 0.0) in eng.calls
+    assert out["grpo_vs_sft"]["synth"]["sampled_reward_diff"] == 0.0
+    assert "GRPO - SFT   sampled reward +0.000 [+0.000, +0.000]" in summary(out)
+    off = EvalParams(max_tokens=64, sampled_samples=0)
+    none = run_train_eval({"after_sft": tiny_model}, rows, off)["after_sft"]["synth"]
+    assert "sampled_reward" not in none
+
+
 # --- the reward GRPO trained with (grpo.reward) ------------------------------------------------------
 
 

@@ -113,6 +113,16 @@ def test_dry_run_writes_the_command(tmp_path):
     assert "verl.trainer.main_ppo" in cmd and "actor_rollout_ref.rollout.n=8" in cmd
 
 
+def test_dynamic_sampling_is_refused_and_warmup_passed_on(tmp_path):
+    p = grpo_params({"backend": "verl", "rollout": {"filter_groups": True}, "verl": {"dry_run": True}})
+    with pytest.raises(ValueError, match="filter_groups"):
+        run_grpo_verl("models/base", "train.parquet", tmp_path, p)
+    assert not (tmp_path / "verl").exists()  # refused before anything is written
+    p = grpo_params({"backend": "verl", "warmup_steps": 5, "verl": {"dry_run": True}})
+    run_grpo_verl("models/base", "train.parquet", tmp_path, p)
+    assert "actor_rollout_ref.actor.optim.lr_warmup_steps=5" in (tmp_path / "verl" / "command.sh").read_text()
+
+
 _FAKE_VERL_PYTHON = """#!{python}
 import json, os, sys
 from pathlib import Path
