@@ -132,7 +132,7 @@ class RolloutStats:
             "rollout/dbs_cache_hit_rate": self.dbs_cache_hits / max(self.dbs_cache_queried, 1),
             "rollout/gen_batches": self.calls,
         }
-        if self.groups_drawn:  # filter_groups: what dynamic sampling drew (TRL logs frac_reward_zero_std of the rest)
+        if self.groups_drawn:  # filter_groups: what it drew (TRL logs frac_reward_zero_std of the groups trained on)
             out["rollout/groups_drawn"] = self.groups_drawn
             out["rollout/groups_informative"] = self.groups_informative
         self.__init__()  # type: ignore[misc]
