@@ -113,9 +113,13 @@ def exp_revs(data: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]
 
 def exp_runs(exp_show: list[dict[str, Any]] | str, metrics_file: str) -> Iterator[tuple[str, dict, dict]]:
     """``(name, params.yaml, the data of metrics_file)`` of each rev of ``dvc exp show --json`` (the text or
-    its parsed JSON); a missing part is ``{}``."""
+    its parsed JSON); a missing part is ``{}``. The experiments come first (DVC's order: newest first), then
+    the workspace and the baseline commits, so that a caller keeping the first of each setup takes an
+    experiment's result over the metrics a commit carries from an older run (or a workspace mid-experiment)."""
     data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
-    for name, rev in exp_revs(data):
+    tops = {id(top) for top in data}
+    revs = list(exp_revs(data))
+    for name, rev in [r for r in revs if id(r[1]) not in tops] + [r for r in revs if id(r[1]) in tops]:
         d = rev.get("data") or {}
         params = ((d.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         yield name, params, ((d.get("metrics") or {}).get(metrics_file) or {}).get("data") or {}

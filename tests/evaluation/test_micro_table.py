@@ -101,6 +101,17 @@ class TestCollect:
         assert got["nodbs"][1]["after_grpo"]["reward"] == 3.0
         assert got["full"][0]["name"] in ("workspace", "t2-full-s0")  # base.seed 0 = grpo seed 0
 
+    def test_an_experiment_wins_over_the_commits_older_metrics(self):
+        """Bug: the baseline commit (listed before its experiments) carried the metrics of an older run, and
+        that stale result became the full method's seed 0 and the SFT row instead of ``t2-full-s0``."""
+        data = _exp_show([_rev("t2-full-s0", copy.deepcopy(PARAMS), 0.25, sft_reward=0.3)])
+        data[1]["data"] = _rev("main", copy.deepcopy(PARAMS), 0.9, sft_reward=0.8)["data"]  # the commit's metrics
+        got = collect(data)
+        assert got["full"][0]["name"] == "t2-full-s0" and got["full"][0]["after_sft"]["reward"] == 0.3
+        assert "| w/o RL (the SFT checkpoint every row starts from) | – | 0.300 |" in table(got)
+        no_exp = collect(_exp_show([]))  # without experiments the workspace's own run still fills its row
+        assert no_exp["full"][0]["name"] == "workspace"
+
     def test_name_is_not_trusted(self):
         params = _params_for(commands(seeds=(1,))[0])  # full, seed 1
         got = collect(_exp_show([_rev("t2-orm-s1", params, 2.0)]))
