@@ -107,6 +107,8 @@ def exp_revs(data: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]
     for top in data:
         yield ("workspace" if top.get("rev") == "workspace" else top.get("name") or top.get("rev", "?")[:7]), top
         for exp in top.get("experiments") or []:
+            if (exp.get("executor") or {}).get("state") in ("running", "queued"):
+                continue  # not finished: DVC shows the workspace's params and metrics under its name
             for rev in exp.get("revs") or []:
                 yield rev.get("name") or exp.get("name") or rev.get("rev", "?")[:7], rev
 

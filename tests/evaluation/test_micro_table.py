@@ -112,6 +112,16 @@ class TestCollect:
         no_exp = collect(_exp_show([]))  # without experiments the workspace's own run still fills its row
         assert no_exp["full"][0]["name"] == "workspace"
 
+    def test_a_running_experiment_is_not_a_result(self):
+        """Bug: ``dvc exp show`` during ``dvc exp run`` lists the running experiment under its own name with
+        the workspace's params and metrics (the previous experiment's results), counted as its seed."""
+        running = _rev("t2-full-s1", _params_for(commands(seeds=(1,))[0]), 0.7)
+        data = _exp_show([])
+        data[1]["experiments"].insert(0, {"executor": {"state": "running", "name": "workspace"}, "revs": [running]})
+        assert sorted(collect(data)["full"]) == [0]
+        data[1]["experiments"][0]["executor"] = None  # finished
+        assert sorted(collect(data)["full"]) == [0, 1]
+
     def test_name_is_not_trusted(self):
         params = _params_for(commands(seeds=(1,))[0])  # full, seed 1
         got = collect(_exp_show([_rev("t2-orm-s1", params, 2.0)]))
