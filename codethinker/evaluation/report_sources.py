@@ -120,8 +120,7 @@ def exp_runs(exp_show: list[dict[str, Any]] | str, metrics_file: str) -> Iterato
     experiment's result over the metrics a commit carries from an older run (or a workspace mid-experiment)."""
     data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
     tops = {id(top) for top in data}
-    revs = list(exp_revs(data))
-    for name, rev in [r for r in revs if id(r[1]) not in tops] + [r for r in revs if id(r[1]) in tops]:
+    for name, rev in sorted(exp_revs(data), key=lambda r: id(r[1]) in tops):  # stable: experiments first
         d = rev.get("data") or {}
         params = ((d.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         yield name, params, ((d.get("metrics") or {}).get(metrics_file) or {}).get("data") or {}
