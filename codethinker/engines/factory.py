@@ -44,6 +44,7 @@ VLLM_ONLY = frozenset(
         "sleep_mode",
         "kv_params",
         "seed",
+        "in_process",
     }
 )  # engine options that mean nothing to transformers' generate
 HF_ONLY = frozenset({"batch_size", "device"})  # ... and options vLLM's engine does not take

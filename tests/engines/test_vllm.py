@@ -269,3 +269,42 @@ def test_share_that_cannot_hold_the_model_fails_naming_the_param(tiny_model, tmp
     )
     assert "set evaluate.engine.kv_cache_gib to auto or a number of GiB" in msg
     assert "(vLLM: Available memory on node" in msg and "less than requested memory for kv (-" in msg
+
+
+def test_the_in_process_engine_samples_what_vllms_engine_processes_sample(vllm_engine, tiny_model):
+    """On the CPU build the engine runs in the caller's process (``in_process``; the shared engine was
+    built so): greedy and seeded completions equal those of vLLM's own engine and worker processes. While
+    it is open a second engine starts processes of its own (``in_process=True`` is refused), and the
+    environment it was built under is put back (vLLM's cache of it emptied). Last in this file: a new
+    engine takes over vLLM's process-wide metrics, which the prefix-cache test reads."""
+    import os
+
+    from vllm import envs
+
+    from codethinker.engines.vllm import VLLMEngine, on_cpu
+
+    if not on_cpu():
+        pytest.skip("a GPU engine keeps vLLM's processes")
+    assert vllm_engine.in_process
+    vllm_engine.set_lora(None)  # the engine is shared: no adapter another test left
+    prompt = vllm_engine.apply_chat_template([{"role": "user", "content": "def f(x):\n    return [x]\n"}])
+
+    def answers(engine: Any) -> list[list[str]]:
+        sampled = engine.continue_prefixes([prompt, prompt + "a"], 3, stop=[], max_tokens=16, seed=5)
+        greedy = engine.continue_prefixes([prompt], 1, stop=[], max_tokens=16, temperature=0)
+        return [[c.text for c in row] for row in [*sampled, *greedy]]
+
+    env_before = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")
+    with pytest.raises(RuntimeError, match="one in-process vLLM engine per process"):
+        VLLMEngine(tiny_model, max_model_len=1024, in_process=True)
+    other = VLLMEngine(tiny_model, enable_lora=True, max_lora_rank=8, weight_sync=True, max_model_len=2048)
+    try:
+        assert not other.in_process
+        assert os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == env_before
+        assert not hasattr(envs.__getattr__, "cache_clear")  # vLLM reads its environment again
+        mine = answers(vllm_engine)
+        assert answers(other) == mine
+        assert len({t for row in mine[:2] for t in row}) > 1  # seeded sampling, not one answer
+    finally:
+        other.close()
+    assert answers(vllm_engine) == mine  # closing the other engine left this one whole
