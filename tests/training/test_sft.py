@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from codethinker.training.sft import (
     SFTParams,
     copy_row,
     curriculum,
+    fitting_rows,
     load_sft_rows,
     make_sft_trainer,
     run_sft,
@@ -72,6 +74,32 @@ def test_run_sft_writes_adapter_and_a_merged_model_vllm_can_load(tiny_model, sft
     assert (tmp_path / "sft" / "checkpoints" / "checkpoint-2" / "trainer_state.json").is_file()
     again = run_sft(tiny_model, sft_jsonl, tmp_path / "sft", p)  # same fingerprint: resumes, nothing left
     assert again["resumed_from"].endswith("checkpoint-2") and again["steps"] == 2
+
+
+@pytest.mark.parametrize("chunk", [3, 4096])
+@pytest.mark.parametrize("max_samples", [None, 5])
+def test_rows_over_max_length_tokens_are_dropped_and_counted(tmp_path, sft_jsonl, monkeypatch, chunk, max_samples):
+    """Lengths checked in tokenizer batches (chunk boundaries included) keep exactly the rows one call per row keeps."""
+    from transformers import AutoTokenizer
+
+    from codethinker.training import sft
+    from codethinker.training.bootstrap import build_tiny_model
+    from codethinker.training.tokenizer import train_bpe
+
+    rows = load_sft_rows(sft_jsonl)
+    base = build_tiny_model(tmp_path / "base", train_bpe([json.dumps(r["messages"]) for r in rows], 512), seed=0)
+    tok = AutoTokenizer.from_pretrained(base)
+    texts = [tok.apply_chat_template(r["messages"], tokenize=False) for r in rows]
+    sizes = [len(tok(t, add_special_tokens=False).input_ids) for t in texts]
+    limit = sorted(sizes)[len(sizes) // 2]
+    monkeypatch.setattr(sft, "FIT_CHUNK", chunk)
+    p = SFTParams(max_length=limit, max_samples=max_samples)
+    kept, lengths, dropped = fitting_rows(rows, sft._row_chars(tok, limit), p)
+    fit = [i for i, n in enumerate(sizes) if n <= limit][:max_samples]
+    assert 0 < len(fit) < len(rows)
+    assert kept == [to_prompt_completion(rows[i]) for i in fit] and lengths == [len(texts[i]) for i in fit]
+    read = len(rows) if max_samples is None else fit[-1] + 1  # rows read until max_samples fitted
+    assert dropped == sum(n > limit for n in sizes[:read])
 
 
 def test_finetune_choice_is_checked():
@@ -165,3 +193,115 @@ def test_run_sft_with_copy_warmup_spends_its_first_steps_on_copy_rows(tmp_path, 
     p = SFTParams(finetune="full", max_steps=8, batch_size=2, save_steps=50, max_length=4096, copy_warmup=0.5)
     m = run_sft(base, sft_jsonl, tmp_path / "sft", p)
     assert m["steps"] == 8 and m["copy_steps"] == 4 and m["copy_rows"] == m["trained_rows"]
+
+
+class TestLogitsLoss:
+    """``sft.loss: logits``: the same loss as TRL's fused LM head, from the model's own logits."""
+
+    def test_valid_completion_tokens_are_scored_and_counted(self):
+        import torch
+
+        from codethinker.training.sft_logits import completion_nll
+
+        logits = torch.tensor([[[0.0, 0.0], [2.0, 0.0], [9.0, 9.0]]])  # position t predicts label t + 1
+        nll, n, hits = completion_nll(logits, torch.tensor([[-100, 0, 1]]))
+        assert int(n) == 2 and int(hits) == 1  # t=0: a tie, argmax 0 (a hit); t=1: argmax 0, label 1
+        expected = math.log(2) + math.log(1 + math.exp(2.0))
+        assert float(nll) == pytest.approx(expected, rel=1e-6)
+
+    def test_a_batch_without_completion_tokens_scores_nothing(self):
+        import torch
+
+        from codethinker.training.sft_logits import completion_nll
+
+        nll, n, hits = completion_nll(torch.randn(2, 4, 5), torch.full((2, 4), -100))
+        assert (float(nll), int(n), int(hits)) == (0.0, 0, 0)
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.integers(1, 3), st.integers(2, 7), st.integers(2, 9), st.integers(0, 2**16))
+    def test_mixed_labels_match_a_log_softmax_reference(self, batch, length, vocab, seed):
+        import torch
+
+        from codethinker.training.sft_logits import completion_nll
+
+        g = torch.Generator().manual_seed(seed)
+        logits = torch.randn(batch, length, vocab, generator=g)
+        labels = torch.randint(0, vocab, (batch, length), generator=g)
+        labels[torch.rand(batch, length, generator=g) < 0.4] = -100
+        nll, n, _ = completion_nll(logits, labels)
+        ref, count = 0.0, 0
+        for b in range(batch):
+            for t in range(1, length):
+                if labels[b, t] != -100:
+                    ref -= float(torch.log_softmax(logits[b, t - 1], -1)[labels[b, t]])
+                    count += 1
+        assert int(n) == count and float(nll) == pytest.approx(ref, rel=1e-5, abs=1e-5)
+
+    def test_an_unknown_loss_is_refused(self):
+        assert SFTParams(loss="logits").loss == "logits"
+        with pytest.raises(ValueError, match=r"sft\.loss must be one of fused, logits"):
+            SFTParams(loss="chunked")
+
+    @pytest.mark.slow
+    def test_the_trainer_computes_trls_fused_loss(self, tmp_path, sft_jsonl):
+        """One batch through both trainers (TRL's own SFTTrainer for ``fused``): the same loss and accuracy."""
+        from datasets import Dataset
+        from transformers import AutoTokenizer
+        from trl import SFTConfig, SFTTrainer
+
+        from codethinker.training.bootstrap import build_tiny_model
+        from codethinker.training.sft_logits import LogitsLossSFTTrainer
+        from codethinker.training.tokenizer import train_bpe
+
+        rows = load_sft_rows(sft_jsonl)
+        base = build_tiny_model(tmp_path / "base", train_bpe([json.dumps(r["messages"]) for r in rows], 512), seed=0)
+        tok = AutoTokenizer.from_pretrained(base)
+        ds = Dataset.from_list([to_prompt_completion(r) for r in rows[:4]])
+        out = {}
+        for loss in ("fused", "logits"):
+            args = SFTConfig(
+                output_dir=str(tmp_path / loss),
+                report_to="none",
+                completion_only_loss=True,
+                max_length=4096,
+                **precision(),
+            )
+            trainer = make_sft_trainer(base, tok, ds, args, SFTParams(finetune="full", loss=loss))
+            assert type(trainer) is (LogitsLossSFTTrainer if loss == "logits" else SFTTrainer)
+            batch = trainer.data_collator([trainer.train_dataset[i] for i in range(4)])
+            trainer.model.train()
+            value = trainer.compute_loss(trainer.model, dict(batch))
+            out[loss] = (float(value.detach()), trainer._metrics["train"]["mean_token_accuracy"][-1])
+        assert out["logits"][0] == pytest.approx(out["fused"][0], rel=1e-5)
+        assert out["logits"][1] == pytest.approx(out["fused"][1], abs=1e-6)
+
+    @pytest.mark.slow
+    def test_run_sft_with_logits_follows_the_fused_runs_curve(self, tmp_path, sft_jsonl):
+        """Whole runs (gradient accumulation included): the same per-step losses and token counts."""
+        import csv
+
+        from codethinker.training.bootstrap import build_tiny_model
+        from codethinker.training.tokenizer import train_bpe
+
+        texts = [json.dumps(r["messages"]) for r in load_sft_rows(sft_jsonl)]
+        base = build_tiny_model(tmp_path / "base", train_bpe(texts, vocab_size=512), seed=0)
+        logs = {}
+        for loss in ("fused", "logits"):
+            p = SFTParams(
+                finetune="full",
+                loss=loss,
+                max_steps=4,
+                batch_size=2,
+                grad_accum=2,
+                save_steps=50,
+                max_length=4096,
+                learning_rate=3e-3,
+            )
+            m = run_sft(base, sft_jsonl, tmp_path / loss, p)
+            assert m["steps"] == 4
+            with open(tmp_path / loss / "train_log.csv") as fh:
+                logs[loss] = list(csv.DictReader(fh))
+        for a, b in zip(logs["fused"], logs["logits"], strict=True):
+            assert float(b["loss"]) == pytest.approx(float(a["loss"]), rel=1e-3)
+            assert float(b["num_tokens"]) == float(a["num_tokens"])
+            assert float(b["mean_token_accuracy"]) == pytest.approx(float(a["mean_token_accuracy"]), abs=1e-6)
