@@ -24,15 +24,18 @@ decimals). math-verify reads ``1\\,000`` and ``1 000`` as other values, 50\\% di
 ``2.0107e-06`` in LaTeX is not a number (``\\times 10^{-6}`` is).
 
 Statuses: ``pass``, ``fail``, ``no_answer`` (nothing extracted; braces nested over
-``MAX_BRACE_DEPTH`` deep, which math-verify misreads), ``timeout`` (math-verify's own limit of
+``MAX_BRACE_DEPTH`` deep, which math-verify misreads), ``timeout`` (the limit of
 ``timeout_s`` seconds per parse or per comparison ran out: 10^{10^{100}}), ``error`` (anything that
 raised, the reference unparsable, a number of over 4,300 digits). ``judge`` never raises.
 
 Limits: only the last ``max_chars`` characters of a text are read (the answer is at the end; this
-bounds the regex work on megabytes of junk). math-verify's timeouts are ``signal.alarm``: they need
-the main thread (elsewhere every verdict is an ``error`` that says so) and take over SIGALRM while
-they run; a step in C that never returns to Python could outlast them. A hostile text costs at most
-about two ``timeout_s``.
+bounds the regex work on megabytes of junk). The time limits are a SIGALRM timer (``_deadline``, in
+place of math-verify's own single ``signal.alarm``): they need the main thread (elsewhere every
+verdict is an ``error`` that says so) and take over SIGALRM while they run; the timer fires again
+every ``REARM_S`` until the step ends, as one alarm can be lost (raised inside a gc callback or a
+``__del__``, where Python only prints it: with math-verify's one alarm a CI run judged 300 nested
+parentheses for 119 s). A step in C that never returns to Python could outlast them. A hostile text
+costs at most about two ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import signal
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -55,7 +60,8 @@ STOP = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "</s>", "\n\nQuestion:", "\
 MAX_TEXT_CHARS = 20_000
 MAX_BRACE_DEPTH = 50
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-TIMEOUT_S = 5  # math-verify's default, per parse and per comparison (whole seconds: signal.alarm)
+TIMEOUT_S = 5  # math-verify's default, per parse and per comparison
+REARM_S = 0.05  # the timer fires again this often until the timed step ends (one alarm can be lost)
 
 
 def number_text(x: float | int) -> str:
@@ -92,6 +98,37 @@ def brace_depth(text: str) -> int:
         elif ch == "}":
             depth = max(depth - 1, 0)
     return deepest
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise math-verify's ``TimeoutException`` in the block after ``seconds``, and again every
+    ``REARM_S`` until the block ends. Main thread only (``signal.signal`` raises ``ValueError``
+    elsewhere); the previous SIGALRM handler is restored on the way out."""
+    from math_verify.errors import TimeoutException
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise TimeoutException(f"over {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds, REARM_S)
+        yield
+    finally:
+        while True:  # a last alarm may land while disarming: disarm again
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+                break
+            except TimeoutException:
+                continue
+
+
+def _quiet_math_verify() -> None:
+    """math-verify logs a warning on its first untimed call; ``_deadline`` times every call."""
+    from math_verify import grader, parser
+
+    grader.TIMEOUT_WARNING_SHOWN = parser.TIMEOUT_WARNING_SHOWN = True
 
 
 def _describe(exc: BaseException) -> str:
@@ -151,7 +188,9 @@ class MathBench:
 
         _, numeric, latex = _configs()
         text, config = (f"${gold}$", latex) if self.latex_gold else (gold, numeric)
-        parsed = parse(text, extraction_config=config, parsing_timeout=self.timeout_s, raise_on_error=True)
+        _quiet_math_verify()
+        with _deadline(self.timeout_s):
+            parsed = parse(text, extraction_config=config, parsing_timeout=None, raise_on_error=True)
         if not parsed:
             raise ValueError(f"the reference answer {gold[:100]!r} could not be parsed")
         return parsed
@@ -163,13 +202,10 @@ class MathBench:
         text = text[-self.max_chars :]
         if (depth := brace_depth(text)) > MAX_BRACE_DEPTH:  # math-verify misreads these (1/2^500 as 1/2)
             return Verdict(False, "no_answer", f"braces nested {depth} deep (over {MAX_BRACE_DEPTH}): not read")
+        _quiet_math_verify()
         try:
-            pred = parse(
-                text,
-                extraction_config=_configs()[0],
-                parsing_timeout=self.timeout_s,
-                raise_on_error=True,
-            )
+            with _deadline(self.timeout_s):
+                pred = parse(text, extraction_config=_configs()[0], parsing_timeout=None, raise_on_error=True)
         except TimeoutException:
             return Verdict(False, "timeout", f"extracting the answer took over {self.timeout_s} s")
         if not pred:
@@ -178,7 +214,9 @@ class MathBench:
         timed_out = False
         for g, p in itertools.product(gold, pred):
             try:
-                if verify(g, p, timeout_seconds=self.timeout_s, raise_on_error=True):
+                with _deadline(self.timeout_s):
+                    equal = verify(g, p, timeout_seconds=None, raise_on_error=True)
+                if equal:
                     return Verdict(True, "pass", shown)
             except TimeoutException:
                 timed_out = True

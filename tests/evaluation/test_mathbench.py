@@ -4,7 +4,9 @@ item of the three sets, and one evaluation end to end through the Engine contrac
 
 from __future__ import annotations
 
+import gc
 import json
+import signal
 import threading
 import time
 from decimal import Decimal
@@ -25,6 +27,7 @@ from codethinker.evaluation.mathbench import (
     STOP,
     GSMHard,
     MathBench,
+    _deadline,
     brace_depth,
     number_text,
 )
@@ -274,6 +277,37 @@ class TestHostile:
 
     def test_brace_depth(self):
         assert [brace_depth(s) for s in ("", "{}", "\\frac{1}{\\sqrt{2}}", "}}}{", "{" * 60)] == [0, 1, 2, 1, 60]
+
+    @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+    def test_a_lost_alarm_fires_again(self):
+        """CI: the alarm landed in hypothesis's gc callback, where Python only prints an exception;
+        math-verify's single ``signal.alarm`` never came back and 300 nested parentheses took 119 s."""
+        from math_verify.errors import TimeoutException
+
+        lost = []
+
+        def slow_callback(phase, info):  # the first alarm (at 1 s) fires in here and is lost
+            if not lost:
+                lost.append(phase)
+                time.sleep(1.5)
+
+        t0 = time.perf_counter()
+        gc.callbacks.append(slow_callback)
+        try:
+            with pytest.raises(TimeoutException), _deadline(1):
+                gc.collect()
+                while time.perf_counter() - t0 < 10:
+                    pass
+        finally:
+            gc.callbacks.remove(slow_callback)
+        assert lost and time.perf_counter() - t0 < 3
+
+    def test_the_deadline_is_gone_after_its_block(self):
+        before = signal.getsignal(signal.SIGALRM)
+        with _deadline(1):
+            pass
+        time.sleep(1.2)  # no alarm after the block
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) == before
 
     def test_off_the_main_thread_every_verdict_is_an_error(self):
         out: list[list[Verdict]] = []
