@@ -69,7 +69,7 @@ test-tmp-copy: install
 	site=$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))'); \
 	echo "import site; site.addsitedir('$$site')" > "$$(echo "$$d"/.venv/lib/python*/site-packages)/main-venv.pth"; \
 	echo "sandbox tests from $$d (interpreter $$d/.venv/bin/python)"; \
-	cd "$$d" && PYTHONPATH="$$d" .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_sandbox.py tests/test_hostile_corpus.py
+	cd "$$d" && PYTHONPATH="$$d" .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_sandbox.py tests/test_hostile_corpus.py tests/test_sandbox_hide.py
 
 clean-venv:
 	rm -rf $(VENV) .venv-verl

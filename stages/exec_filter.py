@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 
 from codethinker.config import load_config
 from codethinker.config.data import ExecFilterConfig
 from codethinker.contra.render import render_trace
-from codethinker.contra.tracer import trace_many
-from codethinker.data.execute import exec_filter
-from codethinker.data.io import read_jsonl, write_json, write_jsonl
+from codethinker.contra.tracer import trace_iter
+from codethinker.data.execute import iter_samples
+from codethinker.data.io import iter_jsonl, write_json, write_jsonl
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.sandbox import SandboxConfig
 
 ARGS = stage_args(
     "exec_filter",
     __doc__,
-    leetcode=path("gen_inputs' LeetCode input records (JSONL)"),
-    synth=path("synth's generated programs (JSONL)"),
+    leetcode=path("gen_inputs' LeetCode input records (JSONL)", rows=True),
+    synth=path("synth's generated programs (JSONL)", rows=True),
     out=path("the kept samples with their truths (JSONL)"),
     metrics=path("counts and drop reasons: LeetCode's at the top, the generated programs' under synth (JSON)"),
 )
@@ -33,25 +34,25 @@ FIELDS = {"task_id": str, "entry": str, "code": str, "inputs": list}
 
 
 def run(cfg: ExecFilterConfig, paths: argparse.Namespace) -> dict:
-    """Both sources through the same filter; metrics: LeetCode's counts (the funnel's) at the top,
-    the generated programs' under ``synth``."""
+    """Both sources through the same filter, each sample written as its truth comes in (the stage's
+    memory does not grow with its input); metrics: LeetCode's counts (the funnel's) at the top, the
+    generated programs' under ``synth``."""
     config = SandboxConfig(timeout_s=float(cfg.timeout_s), memory_mb=cfg.memory_mb, workers=cfg.workers)
-    tracer = functools.partial(trace_many, sandbox_config=config, progress="exec_filter")
-    kept, metrics = [], {}
-    for source, records in (("leetcode", paths.leetcode), ("synth", paths.synth)):
-        samples, counts = exec_filter(
-            read_jsonl(records, FIELDS),
+    tracer = functools.partial(trace_iter, sandbox_config=config, progress="exec_filter")
+    counts: dict[str, dict] = {"leetcode": {}, "synth": {}}
+    streams = [
+        iter_samples(
+            iter_jsonl(records, FIELDS),
             tracer=tracer,
             render=render_trace,
+            counts=counts[source],
             max_trace_chars=cfg.max_trace_chars,
             keep_none=cfg.keep_none,
         )
-        kept += samples
-        if source == "leetcode":  # the funnel's counts (top level); the generated programs' under "synth"
-            metrics.update(counts)
-        else:
-            metrics[source] = counts
-    write_jsonl(paths.out, kept)
+        for source, records in (("leetcode", paths.leetcode), ("synth", paths.synth))
+    ]
+    write_jsonl(paths.out, itertools.chain.from_iterable(streams))
+    metrics = {**counts["leetcode"], "synth": counts["synth"]}  # the funnel's counts at the top
     write_json(paths.metrics, metrics)
     return metrics
 

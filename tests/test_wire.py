@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codethinker.contra.values import MAX_DEPTH as CANONICAL_MAX_DEPTH
-from codethinker.sandbox.protocol import MAX_DEPTH, MAX_EQUAL_HASHES, WireError, decode, encode
+from codethinker.sandbox.protocol import MAX_DEPTH, MAX_EQUAL_HASHES, MAX_ITEMS, WireError, decode, encode
 from codethinker.sandbox.protocol.base import VALUE_MAX_DEPTH
 
 P = sys.hash_info.modulus  # ints congruent modulo P share one hash
@@ -286,6 +286,47 @@ class TestSize:
             tracemalloc.stop()
         assert value
         assert peak < 32 * len(data)
+
+    def test_encode_counts_values_as_decode_does(self):
+        """A value of more than MAX_ITEMS values used to pass encode (it counts bytes) and be refused by
+        decode: now both refuse at the same count (one per value, one more per empty container)."""
+        assert len(decode(encode([0] * (MAX_ITEMS - 1)))) == MAX_ITEMS - 1
+        with pytest.raises(WireError, match="more than 2097152 values"):
+            encode([0] * MAX_ITEMS)
+        with pytest.raises(WireError, match="more than"):
+            decode(_array([b"0"] * MAX_ITEMS))
+        for value, n in [([], 2), ([[]], 3), ([1, [2, []]], 6), ({1: (2,)}, 4), ((), 2), ("s", 1)]:
+            assert len(encode(value, max_items=n)) > 0
+            decode(encode(value), max_items=n)
+            with pytest.raises(WireError, match="more than"):
+                encode(value, max_items=n - 1)
+            with pytest.raises(WireError, match="more than"):
+                decode(encode(value), max_items=n - 1)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(values, st.integers(1, 40))
+    def test_encode_refuses_exactly_what_decode_refuses_by_count(self, value, limit):
+        try:
+            data = encode(value, max_items=limit)
+        except WireError:
+            data = None
+        full = encode(value)
+        try:
+            decode(full, max_items=limit)
+            accepted = True
+        except WireError:
+            accepted = False
+        assert (data is not None) == accepted
+        if data is not None:
+            assert data == full
+
+    def test_a_private_encoder_ignores_what_is_patched_in_the_module(self, monkeypatch):
+        from codethinker.sandbox.protocol import encoding
+
+        private = encoding.make_encoder()
+        monkeypatch.setattr(encoding, "encode", lambda *a, **k: b"forged")
+        monkeypatch.setattr("builtins.len", lambda x: 0)
+        assert private({"a": (1, "x")}) == b'{"d":["a",{"t":[1,"x"]}]}'
 
     def test_max_items_is_checked_before_parsing(self):
         data = _array([b"0"] * 1000)

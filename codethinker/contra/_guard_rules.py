@@ -1,6 +1,7 @@
 """What the tracer's guard (:mod:`codethinker.contra._guard`) refuses: the audit events, the C calls
-and the imports (data), and the two pure functions that decide on one event or call
-(:func:`denied_event`, :func:`denied_call`). The guard binds all of it when its hook is installed."""
+and the imports (data), the functions it replaces by refusing stubs in an armed process
+(:data:`SEALED`), and the pure functions that decide on one event or call (:func:`denied_event`,
+:func:`denied_call`, :func:`armed_read`). The guard binds all of it when its hook is installed."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ __all__ = [
     "DENIED_PREFIXES",
     "FRAME_ATTRS",
     "FUNCTION_ATTRS",
+    "SEALED",
+    "WRITE_CALLS",
+    "armed_read",
     "denied_call",
     "denied_event",
 ]
@@ -36,10 +40,11 @@ DENIED_IMPORTS = frozenset(
         "_testsinglephase",
         "_xxsubinterpreters",
         "_xxinterpchannels",
+        "gc",  # already imported: only a second copy (the module removed from sys.modules) comes here
     }
 )
 
-# audit events refused while the gate is on (exact names, and name prefixes)
+# audit events refused while the gate is on or the process is armed (exact names, and name prefixes)
 DENIED_EVENTS = frozenset(
     {
         "sys.settrace",
@@ -54,11 +59,17 @@ DENIED_EVENTS = frozenset(
         "gc.get_referents",
         "_thread.start_new_thread",
         "cpython._PySys_ClearAuditHooks",
+        "function.__new__",  # a function rebuilt around the given def's code with other defaults or globals
+        "code.__new__",
     }
 )
 DENIED_PREFIXES = ("ctypes.", "sys.monitoring")
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_trace"})
 FUNCTION_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__"})
+# attributes of the tracer's and the worker's own functions that an armed process may not even read
+# (3.11 audits these reads): what they hold is bound there so that nothing patched reaches them
+PROTECTED_READS = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+WRITE_CALLS = ("write", "writev", "pwrite", "pwritev", "sendfile", "splice", "copy_file_range", "eventfd_write")
 # C functions refused by the profile function: (module name, function name); any module object of
 # that name counts, so fresh copies made through ``_imp`` do not help
 DENIED_CALLS = frozenset(
@@ -71,16 +82,29 @@ DENIED_CALLS = frozenset(
         ("sys", "_current_frames"),
         ("_signal", "signal"),
         ("_signal", "set_wakeup_fd"),
-        ("posix", "write"),
-        ("posix", "writev"),
-        ("posix", "pwrite"),
-        ("posix", "pwritev"),
-        ("posix", "sendfile"),
-        ("posix", "splice"),
-        ("posix", "copy_file_range"),
+        ("gc", "set_debug"),
+        ("_imp", "create_builtin"),
+        *(("posix", name) for name in WRITE_CALLS),
     }
 )
 DENIED_MODULES = frozenset({"_ctypes"})
+# Replaced in the module dicts of an armed process by stubs that refuse the call (a profile function
+# does not see a C function called by another C function, such as ``map(gc.set_debug, ...)``):
+# ``sys.gettrace``/``getprofile`` return the tracer's closures, a signal handler receives the current
+# frame, ``gc.set_debug(DEBUG_SAVEALL)`` keeps collected frames in ``gc.garbage``, ``_imp.create_builtin``
+# makes fresh copies of these modules (every builtin module is imported in the zygote), and the
+# ``os.write`` family writes to the result pipe. ``gc.garbage`` itself is removed from the gc module.
+SEALED = (
+    ("sys", "gettrace"),
+    ("sys", "getprofile"),
+    ("gc", "set_debug"),
+    ("_signal", "signal"),
+    ("_signal", "set_wakeup_fd"),
+    ("signal", "signal"),
+    ("signal", "set_wakeup_fd"),
+    ("_imp", "create_builtin"),
+    *((module, name) for module in ("posix", "os") for name in WRITE_CALLS),
+)
 
 
 # Every function below that runs while the gate is on reads no module global or builtin at call
@@ -96,16 +120,41 @@ def denied_event(
     _len: Callable[..., int] = len,
     _type: type = type,
     _int: type = int,
+    _str: type = str,
 ) -> str | None:
-    """Why an audit event raised while the gate is on is refused, or None (a pure function)."""
+    """Why an audit event raised while the gate is on is refused, or None (a pure function; it never
+    hashes or compares an object of the sample's: a str subclass in ``args`` is not looked up)."""
     if event in _events or event.startswith(_prefixes):
         return event
-    if event == "object.__getattr__" and _len(args) >= 2 and args[1] in _frame_attrs:
+    if event == "object.__getattr__" and _len(args) >= 2 and _type(args[1]) is _str and args[1] in _frame_attrs:
         return f"{event} {args[1]}"
-    if event == "object.__setattr__" and _len(args) >= 2 and args[1] in _function_attrs:
+    if event == "object.__setattr__" and _len(args) >= 2 and _type(args[1]) is _str and args[1] in _function_attrs:
         return f"{event} {args[1]}"
     if event == "open" and args and _type(args[0]) is _int:
         return "open of a raw file descriptor"
+    return None
+
+
+def armed_read(
+    event: str,
+    args: tuple,
+    protected: set,
+    _reads: frozenset = PROTECTED_READS,
+    _len: Callable[..., int] = len,
+    _type: type = type,
+    _str: type = str,
+    _id: Callable[..., int] = id,
+) -> str | None:
+    """Why reading an attribute is refused in an armed process: ``__code__``/``__defaults__``/
+    ``__kwdefaults__`` of one of the guarded modules' functions (``protected``: their ids)."""
+    if (
+        event == "object.__getattr__"
+        and _len(args) >= 2
+        and _type(args[1]) is _str
+        and args[1] in _reads
+        and _id(args[0]) in protected
+    ):
+        return f"read of {args[1]} of a function of the tracer or the worker"
     return None
 
 
@@ -116,6 +165,7 @@ def denied_call(
     _module_type: type = types.ModuleType,
     _getattr: Callable[..., Any] = getattr,
     _type: type = type,
+    _str: type = str,
 ) -> str | None:
     """Why a C call seen by the profile function is refused, or None (a pure function)."""
     owner = _getattr(fn, "__self__", None)
@@ -123,6 +173,8 @@ def denied_call(
         return None
     mod = _getattr(owner, "__name__", None)
     name = _getattr(fn, "__name__", None)
+    if _type(mod) is not _str or _type(name) is not _str:
+        return None
     if mod in _modules or (mod, name) in _calls:
         return f"call of {mod}.{name}"
     return None

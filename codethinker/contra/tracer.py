@@ -3,7 +3,15 @@
 The flow (SPEC §3) is the blocks in source order ending with the block in which ``f``
 returned; a block that did not run keeps the previous locals. LOCALS are ``f``'s own
 variables (the outermost call only; recursive and helper calls run inside a block), in
-canonical literal form, with variables that have none left out.
+canonical literal form, with variables that have none left out. This module is the parent's
+side (the API, the truth JSON, the checks on what a sandbox sends back); the runner that records
+the flow in the sandbox is :mod:`codethinker.contra.trace_worker`.
+
+The parent trusts nothing the sample's process sends: a result becomes a flow only if its shape
+is right (:func:`runner_result_problem`) and its last block is one where ``f`` can return (a block
+holding a ``return``, or the last block): a shorter flow is untraceable. The function under test
+must be the given ``def`` itself: a decorated entry is untraceable here, and the worker checks that
+the function it traces is the one the given source's ``def`` made (``Job.entry_def``).
 
 The truth JSON (``Flow.to_json``, also ``codethinker trace --json``) is the format every
 later stage carries; rewards read it and never execute code::
@@ -22,21 +30,30 @@ later stage carries; rewards read it and never execute code::
 from __future__ import annotations
 
 import ast
-import bisect
+import collections
 import functools
 import json
-import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from codethinker.contra import _guard
 from codethinker.contra.blocks import split_blocks
-from codethinker.contra.normalize import NormalizeError, normalize_source
-from codethinker.contra.values import NoLiteral, canonicalize, literal_repr, parse_call_args, parse_literal
+from codethinker.contra.normalize import Normalized, NormalizeError, find_entry, normalize_source
+from codethinker.contra.trace_worker import prepare_process, trace_runner
+from codethinker.contra.values import NoLiteral, literal_repr, parse_call_args, parse_literal
 from codethinker.sandbox import register_runner
 
-__all__ = ["Block", "Flow", "TraceOutcome", "runner_result_problem", "trace", "trace_many", "trace_runner"]
+__all__ = [
+    "Block",
+    "Flow",
+    "TraceOutcome",
+    "prepare_process",
+    "runner_result_problem",
+    "trace",
+    "trace_iter",
+    "trace_many",
+    "trace_runner",
+]
 
 TRUTH_VERSION = 1
 
@@ -140,132 +157,7 @@ class TraceOutcome:
         return self.flow is not None
 
 
-# --------------------------------------------------------------------------- worker side
-def _snapshot(
-    f_locals: dict[str, Any], _canon: Callable[..., Any] = canonicalize, _no_literal: type = NoLiteral
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in f_locals.items():
-        try:
-            out[k] = _canon(v)
-        except _no_literal:
-            continue
-    return out
-
-
-def _guarded_modules() -> list[Any]:
-    import builtins
-    import collections
-    import math
-
-    from codethinker.contra import values
-
-    return [sys.modules[__name__], _guard, values, bisect, math, collections, builtins]
-
-
-def prepare_process() -> None:
-    """Called by the sandbox in a trace job's process after its lock-down, before any user code:
-    installs the tracer's guard there and arms it, so the sample's module-level code already runs
-    under its refusals (frames, gc, ctypes, memory-access imports, files of /proc: nothing that
-    could read the job's key or the tracer's records), and the guard's snapshot of the tracer's
-    modules is taken before user code exists (``trace_runner`` installs it itself, lazily,
-    unarmed, where nothing called this)."""
-    _guard.install(trace_runner.__code__, _guarded_modules())
-    _guard.arm()
-
-
-def _block_recorder(
-    code: Any,
-    starts: tuple[int, ...],
-    exits: list[dict[str, Any]],
-    state: dict[str, Any],
-    check: Callable[[], None],
-    _helpers: tuple = (_snapshot, bisect.bisect_right, max, range),
-) -> Callable[..., Any]:
-    """The trace function of :func:`trace_runner`: it follows the first call of ``code`` only and, at
-    every block exit, appends the frame's locals to ``exits`` (a skipped block keeps the same locals);
-    ``state`` holds that frame, its block, whether it returned, and a lost line event. Its closures
-    read only what is bound here (defaults and arguments), never a module global."""
-    snapshot, bisect_right, max_, range_ = _helpers
-
-    def block_of(lineno: int) -> int:
-        return max_(0, bisect_right(starts, lineno - 1) - 1)
-
-    def local(frame: Any, event: str, arg: Any) -> Any:
-        if frame is not state["frame"]:
-            return None
-        if event == "line":
-            b = block_of(frame.f_lineno)
-            cur = state["block"]
-            if cur is None:
-                state["block"] = b
-            elif b > cur:
-                check()
-                snap = snapshot(frame.f_locals)
-                exits.extend(snap for _ in range_(b - cur))  # skipped blocks keep the same locals
-                state["block"] = b
-        elif event == "return":
-            if state["block"] is None:
-                state["block"] = 0
-            elif block_of(frame.f_lineno) != state["block"] and state["lost"] is None:
-                state["lost"] = f"line events lost: returned from line {frame.f_lineno} in block {state['block']}"
-            check()
-            exits.append(snapshot(frame.f_locals))
-            state["returned"] = True
-        return local
-
-    def global_trace(frame: Any, event: str, arg: Any) -> Any:
-        if event == "call" and state["frame"] is None and frame.f_code is code:
-            state["frame"] = frame
-            return local
-        return None
-
-    return global_trace
-
-
-def trace_runner(
-    fn: Callable[..., Any],
-    args: tuple,
-    kwargs: dict,
-    options: dict,
-    *,
-    _guard_fns: tuple = (_guard.install, _guard.begin, _guard.end, _guard.check, _guard.TraceTampered),
-    _helpers: tuple = (_block_recorder, canonicalize),
-) -> dict[str, Any]:
-    """Run inside the sandbox worker: call ``fn`` under ``sys.settrace`` and record block exits.
-
-    ``options["starts"]`` holds the 0-based first line of every block. Returns plain data:
-    ``{"value": canonical return value, "exits": [locals after block 0, 1, ...]}``. The call runs
-    under :mod:`codethinker.contra._guard`: a sample that touches the tracer's hooks raises
-    :class:`~codethinker.contra._guard.TraceTampered` here (an untraceable sample, never a truth).
-    Everything used while ``fn`` runs is bound as a default (module globals can be patched at run time).
-    """
-    install, begin, end, check, tampered = _guard_fns
-    block_recorder, canon = _helpers
-    install(trace_runner.__code__, _guarded_modules())
-    starts: tuple[int, ...] = tuple(options["starts"])
-    if options.get("args_fn"):  # non-literal benchmark inputs, evaluated here inside the sandbox
-        args, kwargs = fn.__globals__[options["args_fn"]]()
-    exits: list[dict[str, Any]] = []
-    state: dict[str, Any] = {"frame": None, "block": None, "returned": False, "lost": None}
-    global_trace = block_recorder(fn.__code__, starts, exits, state, check)
-    begin(global_trace, globals())
-    try:
-        value = fn(*args, **kwargs)
-    except BaseException:
-        try:
-            end()
-        except tampered:
-            pass  # the sample's own error is the result: no truth either way
-        raise
-    end()  # raises TraceTampered if the sample touched the tracer
-    if not state["returned"] or state["lost"] is not None:
-        raise tampered(state["lost"] or "the traced function's return was not seen")
-    return {"value": canon(value), "exits": exits}
-
-
-register_runner("trace", "codethinker.contra.tracer:trace_runner")
-
+register_runner("trace", "codethinker.contra.tracer:trace_runner")  # the zygote imports this module
 
 # --------------------------------------------------------------------------- parent side
 ARGS_FN = "codethinker_input_"
@@ -280,6 +172,8 @@ def _prepare(source: str, args_text: str, entry: str) -> tuple[Any, Any, tuple, 
     inputs, e.g. CRUXEval's ``''.join(['A'] * 20)``) for evaluation inside the sandbox. The last
     item is the input as shown in RETURN: always one line."""
     prog = normalize_source(source, entry)
+    if find_entry(ast.parse(prog.text), entry).decorator_list:
+        raise ValueError(f"the function under test '{entry}' is decorated: its call would not run the given def")
     specs = split_blocks(prog)
     try:
         args, kwargs = parse_call_args(args_text)
@@ -296,6 +190,49 @@ def _prepare(source: str, args_text: str, entry: str) -> tuple[Any, Any, tuple, 
         return prog, specs, (), {}, prog.text + wrapper, args_text.strip()
 
 
+def trace_iter(
+    items: Iterable[tuple[str, str, str]],
+    *,
+    sandbox: Any = None,
+    sandbox_config: Any = None,
+    progress: bool | str = False,
+) -> Iterator[TraceOutcome]:
+    """Trace ``(source, args_text, entry)`` items in parallel; one outcome per item, in order, each
+    yielded as soon as it and the ones before it are done. ``items`` is read as the workers need
+    it and nothing is kept of an outcome once yielded, so memory does not grow with the input."""
+    from codethinker.sandbox import Job, Sandbox
+
+    pending: collections.deque[TraceOutcome | tuple[Any, Any, str]] = collections.deque()
+
+    def jobs() -> Iterator[Any]:
+        for source, args_text, entry in items:
+            try:
+                prog, specs, args, kwargs, expr_source, shown = _prepare(source, args_text, entry)
+            except (NormalizeError, ValueError) as exc:
+                pending.append(TraceOutcome(None, f"bad program or input: {exc}"))
+                continue
+            options: dict[str, Any] = {"starts": [s.start for s in specs]}
+            if expr_source is not None:
+                options["args_fn"] = ARGS_FN
+            pending.append((prog, specs, shown))
+            job_source = expr_source or prog.text
+            yield Job(job_source, args, kwargs, entry, runner="trace", options=options, entry_def=True)
+
+    own = sandbox is None
+    sb = Sandbox(sandbox_config) if own else sandbox
+    try:
+        for res in sb.imap(jobs(), progress=progress):
+            while isinstance(pending[0], TraceOutcome):
+                yield pending.popleft()  # type: ignore[misc]
+            prog, specs, shown = pending.popleft()  # type: ignore[misc]
+            yield _build(prog, specs, shown, res)
+        while pending:
+            yield pending.popleft()  # type: ignore[misc]
+    finally:
+        if own:
+            sb.close()
+
+
 def trace_many(
     items: Iterable[tuple[str, str, str]],
     *,
@@ -303,35 +240,9 @@ def trace_many(
     sandbox_config: Any = None,
     progress: bool | str = False,
 ) -> list[TraceOutcome]:
-    """Trace ``(source, args_text, entry)`` items in parallel; one outcome per item, in order."""
-    from codethinker.sandbox import Job, Sandbox
-
-    items = list(items)
-    outcomes: list[TraceOutcome | None] = [None] * len(items)
-    jobs: list[Job] = []
-    pending: list[tuple[int, Any, Any, str]] = []
-    for i, (source, args_text, entry) in enumerate(items):
-        try:
-            prog, specs, args, kwargs, expr_source, shown = _prepare(source, args_text, entry)
-        except (NormalizeError, ValueError) as exc:
-            outcomes[i] = TraceOutcome(None, f"bad program or input: {exc}")
-            continue
-        options: dict[str, Any] = {"starts": [s.start for s in specs]}
-        if expr_source is not None:
-            options["args_fn"] = ARGS_FN
-        job_source = expr_source or prog.text
-        jobs.append(Job(source=job_source, args=args, kwargs=kwargs, entry=entry, runner="trace", options=options))
-        pending.append((i, prog, specs, shown))
-    own = sandbox is None
-    sb = Sandbox(sandbox_config) if own else sandbox
-    try:
-        results = sb.map(jobs, progress=progress) if jobs else []
-    finally:
-        if own:
-            sb.close()
-    for (i, prog, specs, shown), res in zip(pending, results, strict=True):
-        outcomes[i] = _build(prog, specs, shown, res)
-    return [o for o in outcomes if o is not None]
+    """Trace ``(source, args_text, entry)`` items in parallel; one outcome per item, in order (the
+    list of :func:`trace_iter`, which a caller that writes outcomes as they come should use)."""
+    return list(trace_iter(items, sandbox=sandbox, sandbox_config=sandbox_config, progress=progress))
 
 
 def trace(source: str, args_text: str, entry: str = "f", *, sandbox: Any = None) -> TraceOutcome:
@@ -371,10 +282,32 @@ def _build(prog: Any, specs: list, args_text: str, res: Any) -> TraceOutcome:
         return TraceOutcome(None, f"malformed runner result: {type(exc).__name__}")
 
 
+@functools.lru_cache(maxsize=4096)
+def _end_blocks(prog: Normalized) -> frozenset[int]:
+    """The blocks a flow may end with: those holding a ``return`` of the entry function (not one of a
+    nested function, lambda or class), and the last block (falling off its end)."""
+    fn = find_entry(ast.parse(prog.text), prog.entry)
+    specs = split_blocks(prog)
+    ends = {len(specs) - 1}
+    for stmt in fn.body:
+        stack: list[ast.AST] = [stmt]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Return):
+                line = stmt.lineno - 1
+                ends.update(i for i, b in enumerate(specs) if b.start <= line <= b.end)
+                break
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+                stack.extend(ast.iter_child_nodes(node))
+    return frozenset(ends)
+
+
 def _build_checked(prog: Any, specs: list, args_text: str, res: Any) -> TraceOutcome:
     if res.status != "ok":
         if res.error_type == "TraceTampered":
             return TraceOutcome(None, f"untraceable: the sample tampered with the tracer ({res.error_message})")
+        if res.error_type == "EntryReplaced":
+            return TraceOutcome(None, f"untraceable: the traced function is not the given def ({res.error_message})")
         detail = f"{res.error_type}: {res.error_message}" if res.status == "error" else res.status
         if res.error_type == "NoLiteral":
             return TraceOutcome(None, f"output has no literal form ({res.error_message})")
@@ -385,6 +318,10 @@ def _build_checked(prog: Any, specs: list, args_text: str, res: Any) -> TraceOut
             None, problem if problem.startswith("tracer saw") else f"malformed runner result: {problem}"
         )
     exits = res.value["exits"]
+    if len(exits) - 1 not in _end_blocks(prog):
+        return TraceOutcome(
+            None, f"untraceable: a flow of {len(exits)} blocks ends in a block where the function cannot return"
+        )
     blocks = []
     for spec, loc in zip(specs, exits, strict=False):
         try:

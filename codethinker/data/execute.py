@@ -1,7 +1,9 @@
 """Execution filter (funnel step 3): run every (function, input) and keep what has a truth.
 
-Each pair runs in the sandbox under the ground-truth tracer (:func:`codethinker.contra.tracer.trace_many`)
-with a wall-clock timeout. A kept sample stores its expected output and its ConTra truth
+Each pair runs in the sandbox under the ground-truth tracer (:func:`codethinker.contra.tracer.trace_iter`)
+with a wall-clock timeout. :func:`iter_samples` hands the kept samples over one by one as the
+tracer's outcomes come (the stage writes them as they come, so its memory does not grow with its
+input); :func:`exec_filter` is its list. A kept sample stores its expected output and its ConTra truth
 JSON, so training-time rewards never execute code. A dropped pair is counted under one reason:
 
 =====================  ==========================================================
@@ -20,11 +22,11 @@ JSON, so training-time rewards never execute code. A dropped pair is counted und
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["EXEC_REASONS", "classify", "exec_filter"]
+__all__ = ["EXEC_REASONS", "classify", "exec_filter", "iter_samples"]
 
 EXEC_REASONS = (
     "timeout",
@@ -54,23 +56,6 @@ def classify(reason: str) -> tuple[str, str | None]:
     return "untraceable", None
 
 
-def _trace_pairs(
-    records: list[dict[str, Any]], tracer: Callable[[list[tuple[str, str, str]]], list[Any]]
-) -> tuple[list[tuple[str, str, str]], list[tuple[dict[str, Any], int]], list[Any]]:
-    """Every (function, input) pair as a tracer item, the (record, input index) of each, and the
-    tracer's outcomes for them (one per item)."""
-    items: list[tuple[str, str, str]] = []
-    keys: list[tuple[dict[str, Any], int]] = []
-    for rec in records:
-        for i, args in enumerate(rec["inputs"]):
-            items.append((rec["code"], args, rec["entry"]))
-            keys.append((rec, i))
-    outcomes = tracer(items)
-    if len(outcomes) != len(items):
-        raise RuntimeError(f"tracer returned {len(outcomes)} outcomes for {len(items)} items")
-    return items, keys, outcomes
-
-
 def _sample(rec: dict[str, Any], i: int, flow: Any, trace_chars: int) -> dict[str, Any]:
     """The kept sample of ``rec``'s input ``i``: its expected output and its ConTra truth JSON."""
     return {
@@ -88,24 +73,43 @@ def _sample(rec: dict[str, Any], i: int, flow: Any, trace_chars: int) -> dict[st
     }
 
 
-def exec_filter(
-    records: list[dict[str, Any]],
+def iter_samples(
+    records: Iterable[dict[str, Any]],
     *,
-    tracer: Callable[[list[tuple[str, str, str]]], list[Any]],
+    tracer: Callable[[Iterable[tuple[str, str, str]]], Iterable[Any]],
     render: Callable[[Any], str],
+    counts: dict[str, Any],
     max_trace_chars: int = 12000,
     keep_none: bool = False,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Samples (one per kept pair, id ``<task_id>/<input index>``) and counts.
+) -> Iterator[dict[str, Any]]:
+    """The kept samples (one per kept pair, id ``<task_id>/<input index>``), each as soon as the
+    tracer's outcome for it is in; ``counts`` gets the counts once the samples are exhausted.
 
-    ``tracer`` is ``trace_many`` with its sandbox settings bound; ``render`` turns a flow
-    into its trace text (for the length cap).
+    ``tracer`` takes ``(code, input, entry)`` items and gives one outcome per item, in order
+    (``trace_iter`` with its sandbox settings bound, or ``trace_many``); ``records`` are read as the
+    tracer takes their items. ``render`` turns a flow into its trace text (for the length cap).
     """
-    items, keys, outcomes = _trace_pairs(records, tracer)
+    keys: deque[tuple[dict[str, Any], int]] = deque()  # (record, input index) of the items in flight
+    n_records = 0
+
+    def items() -> Iterator[tuple[str, str, str]]:
+        nonlocal n_records
+        for rec in records:
+            n_records += 1
+            for i, args in enumerate(rec["inputs"]):
+                keys.append((rec, i))
+                yield (rec["code"], args, rec["entry"])
+
+    pairs = items()
     drops: Counter[str] = Counter()
     etypes: Counter[str] = Counter()
-    samples: list[dict[str, Any]] = []
-    for (rec, i), out in zip(keys, outcomes, strict=True):
+    task_ids: set[str] = set()
+    n_out = n_samples = 0
+    for out in tracer(pairs):
+        if not keys:
+            raise RuntimeError(f"tracer returned more outcomes than items (outcome {n_out + 1})")
+        rec, i = keys.popleft()
+        n_out += 1
         if out.flow is None:
             reason, etype = classify(out.reason or "")
             drops[reason] += 1
@@ -120,15 +124,39 @@ def exec_filter(
         if trace_chars > max_trace_chars:
             drops["trace_too_long"] += 1
             continue
-        samples.append(_sample(rec, i, flow, trace_chars))
-    functions = len({s["task_id"] for s in samples})
-    counts = {
-        "functions_in": len(records),
-        "pairs_in": len(items),
-        "samples": len(samples),
-        "functions": functions,
-        "tests_per_function": round(len(samples) / functions, 2) if functions else 0.0,
-        "dropped": {r: drops[r] for r in EXEC_REASONS if drops[r]},
-        "error_types": dict(etypes.most_common(15)),
-    }
+        n_samples += 1
+        task_ids.add(rec["task_id"])
+        yield _sample(rec, i, flow, trace_chars)
+    untaken = sum(1 for _ in pairs)  # items the tracer never asked for
+    if keys or untaken:
+        raise RuntimeError(f"tracer returned {n_out} outcomes for {n_out + len(keys) + untaken} items")
+    functions = len(task_ids)
+    counts.update(
+        {
+            "functions_in": n_records,
+            "pairs_in": n_out,
+            "samples": n_samples,
+            "functions": functions,
+            "tests_per_function": round(n_samples / functions, 2) if functions else 0.0,
+            "dropped": {r: drops[r] for r in EXEC_REASONS if drops[r]},
+            "error_types": dict(etypes.most_common(15)),
+        }
+    )
+
+
+def exec_filter(
+    records: Iterable[dict[str, Any]],
+    *,
+    tracer: Callable[[Iterable[tuple[str, str, str]]], Iterable[Any]],
+    render: Callable[[Any], str],
+    max_trace_chars: int = 12000,
+    keep_none: bool = False,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Samples and counts (the list of :func:`iter_samples`)."""
+    counts: dict[str, Any] = {}
+    samples = list(
+        iter_samples(
+            records, tracer=tracer, render=render, counts=counts, max_trace_chars=max_trace_chars, keep_none=keep_none
+        )
+    )
     return samples, counts

@@ -13,8 +13,13 @@ registries, files) can reach the next. The next process is forked while the curr
 >>> with Sandbox(SandboxConfig(timeout_s=2.0)) as sb:  # doctest: +SKIP
 ...     sb.run(Job("def f(x):\\n    return x * 2", args=(21,))).value
 ...     [r.status for r in sb.map([Job("def f():\\n    while True: pass"), Job("def g(): pass")])]
+...     for res in sb.imap(Job(f"def f():\\n    return {i}") for i in range(3)):  # as they come, in order
+...         print(res.value)
 42
 ['timeout', 'error']
+0
+1
+2
 
 Limits (see docs/sandbox.md for the threat model and what is NOT protected against):
 
@@ -25,7 +30,8 @@ Limits (see docs/sandbox.md for the threat model and what is NOT protected again
   filter when :mod:`codethinker.sandbox.seccomp` is present and the kernel supports it;
 * with ``isolation="none"`` (no bubblewrap) network and filesystem are NOT isolated: only the
   uid drop (when running as root), rlimits, scrubbed environment and private temp dir remain;
-* use one :class:`Sandbox` from one thread at a time (calls are serialized by a lock);
+* use one :class:`Sandbox` from one thread at a time (calls are serialized by a lock; an unfinished
+  ``imap`` holds it until it is exhausted or closed);
 * str hashes are seeded with ``PYTHONHASHSEED=0``, so set order is the same in every run.
 
 Runners: a job names its runner (``Job.runner``, default ``"call"``); the module that defines a

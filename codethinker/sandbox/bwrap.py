@@ -28,6 +28,7 @@ __all__ = [
     "BOOT",
     "bwrap_args",
     "bwrap_available",
+    "interpreter",
     "interpreter_paths",
     "mask_plan",
     "private_dirs",
@@ -88,21 +89,30 @@ def _mask_root(path: str) -> str | None:
     return None
 
 
-def mask_plan(paths: Iterable[str]) -> list[tuple[str, list[str]]]:
+def mask_plan(paths: Iterable[str], hide: Iterable[str] = ()) -> list[tuple[str, list[str]]]:
     """``[(mask_root, [paths to bind back read-only below it]), ...]`` for the paths the zygote
-    must read; roots nested in another root are merged into it."""
+    must read; roots nested in another root are merged into it. Each directory of ``hide`` is a mask
+    root too (what the samples must not read: a checkout's data, a data mirror), with the paths the
+    zygote needs below it bound back; one under ``/tmp`` or ``/dev/shm`` is hidden already."""
     out: dict[str, set[str]] = {}
-    for p in {os.path.realpath(p) for p in paths if p}:
+    real = {os.path.realpath(p) for p in paths if p}
+    for h in {os.path.realpath(h) for h in hide if h}:
+        if os.path.isdir(h) and h != "/" and not any(_under(h, r) for r in ALWAYS_MASKED):
+            out.setdefault(h, set())
+    for p in real:
         root = _mask_root(p)
         if root is not None and root != p:
             out.setdefault(root, set()).add(p)
+        for h in list(out):
+            if h != p and _under(p, h):
+                out[h].add(p)
     roots = sorted(out)
     keep = [r for r in roots if not any(r != o and _under(r, o) for o in roots)]
     plan = []
     for r in keep:
         below = set().union(*(out[o] for o in roots if _under(o, r)))
-        # a path inside another bound path is bound with it
-        below = {p for p in below if not any(q != p and _under(p, q) for q in below)}
+        # a path inside another bound path is bound with it; a bound path above the root unhides it
+        below = {p for p in below if p != r and not any(q != p and _under(p, q) for q in below)}
         plan.append((r, sorted(below)))
     return plan
 
@@ -123,7 +133,7 @@ def interpreter_paths() -> list[str]:
     """What the zygote reads: the interpreter, its prefixes, the site-packages it imports from
     and the project's package."""
     exe = os.path.realpath(sys.executable)
-    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(exe))]
+    paths = [interpreter(), sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(exe))]
     return [*paths, *site_paths(), str(PROJECT_ROOT / "codethinker")]
 
 
@@ -180,6 +190,15 @@ def bwrap_args(plan: list[tuple[str, list[str]]]) -> list[str]:
     return [*args, "--chdir", "/"]
 
 
+def interpreter() -> str:
+    """The interpreter as the sandbox sees it: ``sys.executable`` with its folders resolved (a venv
+    reached through a symbolic link, e.g. ``.venv -> /elsewhere/venv``, is bound at its real place, so
+    the link's own path may not exist in the sandbox), its file name kept (a venv's ``bin/python`` is a
+    link to the base interpreter: resolving it would leave the venv)."""
+    exe = sys.executable
+    return os.path.join(os.path.realpath(os.path.dirname(exe)), os.path.basename(exe))
+
+
 def zygote_command() -> list[str]:
     """The zygote's command line (its configuration comes on stdin)."""
-    return [sys.executable, "-B", "-S", "-c", BOOT]
+    return [interpreter(), "-B", "-S", "-c", BOOT]

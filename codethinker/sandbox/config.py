@@ -39,6 +39,13 @@ class SandboxConfig:
         default=None,
         metadata={"help": "parent-side SIGKILL after timeout_s + grace_s (default 1 + timeout_s / 2)"},
     )
+    hide: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "host directories the samples must not read (bwrap: an empty tmpfs over each, with what "
+            "the interpreter needs below it bound back read-only), e.g. a checkout's data and the data mirror"
+        },
+    )
     uid_base: int | None = field(
         default=None,
         metadata={"help": "first unprivileged uid for samples when root (default derived from the pid)"},
@@ -55,5 +62,7 @@ class SandboxConfig:
             raise ValueError("output_limit must be >= 0")
         if self.isolation not in ("bwrap", "none", "auto"):
             raise ValueError("isolation must be 'bwrap', 'none' or 'auto'")
+        if isinstance(self.hide, str) or not all(isinstance(h, str) for h in self.hide):
+            raise ValueError("hide must be a tuple of paths")
         if self.max_tasks_per_worker is not None and self.max_tasks_per_worker < 1:
             raise ValueError("max_tasks_per_worker must be >= 1")

@@ -17,7 +17,12 @@ MAX_RESULT_BYTES = protocol.MAX_FRAME_BYTES  # 8 MiB: a larger frame kills the s
 
 @dataclass(frozen=True)
 class Job:
-    """One sample: define ``entry`` by running ``source``, then run ``runner`` on it."""
+    """One sample: define ``entry`` by running ``source``, then run ``runner`` on it.
+
+    ``entry_def``: the runner gets ``entry`` only if it is the very function that the source's last
+    top-level ``def entry`` made (the code object compiled from ``source``, with the module's globals),
+    not a decorator's or a later assignment's replacement; otherwise the job is ``error``/``EntryReplaced``.
+    """
 
     source: str
     args: tuple = ()
@@ -25,6 +30,7 @@ class Job:
     entry: str = "f"
     runner: str = "call"
     options: dict = field(default_factory=dict)
+    entry_def: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
-"""The pool of a :class:`Sandbox`: its public API (``run``, ``map``, ``close``), the choice of
+"""The pool of a :class:`Sandbox`: its public API (``run``, ``map``, ``imap``, ``close``), the choice of
 isolation, starting worker slots, and the event loop that sends jobs and waits for results
 (the messages themselves are handled by :class:`~codethinker.sandbox.dispatch.Dispatcher`).
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
+import itertools
 import logging
 import os
 import pickle
@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sized
 from typing import Any
 
 from codethinker.sandbox import bwrap as bw
@@ -42,6 +42,8 @@ __all__ = ["Sandbox"]
 
 log = logging.getLogger("codethinker.sandbox")
 
+MAX_AHEAD = 256  # finished results an imap keeps while an earlier job still runs; then it sends no new job
+
 
 class Sandbox(Dispatcher):
     """A pool of sandboxed workers; a context manager. Workers start lazily on first use."""
@@ -56,12 +58,14 @@ class Sandbox(Dispatcher):
         if base is None:
             base = 10_000_000 + (os.getpid() % 100_000) * UID_RANGE
         self._uid_base = base
-        self._plan = bw.mask_plan(bw.interpreter_paths()) if self.isolation == "bwrap" else []
+        self._plan = bw.mask_plan(bw.interpreter_paths(), self.config.hide) if self.isolation == "bwrap" else []
         self._workdirs = bw.private_dirs(self._plan, LANES)
         self._runners: dict[str, str] | None = None  # the registry when the first slot starts
         self._lock = threading.Lock()
         self._free = list(range(UID_RANGE // LANES))
         self._closed = False
+        self._owner: int | None = None  # the thread serving a map (its imap holds the lock)
+        self._streams: weakref.WeakSet = weakref.WeakSet()  # imap iterators not yet collected
         self._wake_r = self._wake_w = -1
         self._finalizer = weakref.finalize(self, cleanup, self._slots, self._helper_ref)
 
@@ -77,40 +81,70 @@ class Sandbox(Dispatcher):
         return self.map([job])[0]
 
     def map(self, jobs: Iterable[Job], *, progress: bool | str = False) -> list[SandboxResult]:
-        """Run ``jobs`` in parallel over the workers; results in the order of ``jobs``.
+        """Run ``jobs`` in parallel over the workers; results in the order of ``jobs`` (the list of
+        :meth:`imap`). ``progress``: show a tqdm bar on stderr (a string is its description)."""
+        return list(self.imap(jobs, progress=progress))
 
-        ``progress``: show a tqdm bar on stderr (a string is its description).
+    def imap(self, jobs: Iterable[Job], *, progress: bool | str = False) -> Iterator[SandboxResult]:
+        """Run ``jobs`` in parallel over the workers and yield their results in the order of ``jobs``,
+        each as soon as it and the ones before it are done.
+
+        ``jobs`` is read only as workers become free (it may be a generator), and a result is kept
+        only until it is yielded (at most :data:`MAX_AHEAD` finished results wait for a slower one
+        before them), so memory does not grow with the number of jobs. The sandbox serves one map at a
+        time: until the iterator is exhausted or closed (``close()`` of the iterator or of the
+        sandbox, or dropping it), another ``map``/``imap``/``run`` from the same thread raises
+        ``RuntimeError``; from another thread it waits. Jobs still running when the iterator is
+        closed are ended.
         """
-        jobs = list(jobs)
-        if not jobs:
-            return []
-        with self._lock:
+        stream = self._stream(jobs, progress)
+        self._streams.add(stream)
+        return stream
+
+    def _stream(self, jobs: Iterable[Job], progress: bool | str) -> Iterator[SandboxResult]:
+        total = len(jobs) if isinstance(jobs, Sized) else None
+        it = iter(jobs)
+        first = next(it, None)
+        if first is None:
+            return
+        if not self._lock.acquire(blocking=False):
+            if self._owner == threading.get_ident():
+                raise RuntimeError("this Sandbox is still serving an unfinished imap() in this thread")
+            self._lock.acquire()
+        self._owner = threading.get_ident()
+        bar = None
+        try:
             if self._closed:
                 raise RuntimeError("Sandbox is closed")
-            bar = None
             if progress:
                 from tqdm.auto import tqdm
 
                 bar = tqdm(
-                    total=len(jobs),
+                    total=total,
                     desc=progress if isinstance(progress, str) else "sandbox",
                     file=sys.stderr,
                     unit="job",
                     dynamic_ncols=True,
                 )
-            try:
-                return self._map(jobs, bar)
-            finally:
-                self._abandon_busy()  # after an exception (or Ctrl-C): no stale job may reach the next map
-                self._done = None
-                if bar is not None:
-                    bar.close()
+            yield from self._loop(itertools.chain([first], it), bar)
+        finally:
+            self._abandon_busy()  # after an exception, Ctrl-C or an early close: no stale job may reach the next map
+            self._done = None
+            if bar is not None:
+                bar.close()
+            self._owner = None
+            self._lock.release()
 
     def close(self) -> None:
-        """Stop all workers (idempotent)."""
+        """Stop all workers (idempotent); an unfinished :meth:`imap` of this thread is closed first."""
         if self._closed:
             return
+        if self._owner == threading.get_ident():
+            for stream in list(self._streams):
+                stream.close()  # the one waiting at a yield ends its jobs and releases the lock
         with self._lock:
+            if self._closed:  # closed by another thread meanwhile
+                return
             self._closed = True
             cleanup(self._slots, self._helper_ref)
             if self._sel is not None:
@@ -196,6 +230,7 @@ class Sandbox(Dispatcher):
             "kwargs": dict(job.kwargs),
             "entry": job.entry,
             "runner": job.runner,
+            "entry_def": bool(job.entry_def),
             "options": dict(job.options),
             "timeout": float(self.config.timeout_s),
             "output_limit": int(self.config.output_limit),
@@ -225,15 +260,15 @@ class Sandbox(Dispatcher):
         self._maybe_fork(slot)  # the next process starts while this sample runs
         return None
 
-    def _map(self, jobs: list[Job], bar: Any) -> list[SandboxResult]:
-        results: list[SandboxResult | None] = [None] * len(jobs)
-        todo = collections.deque(range(len(jobs)))
-        remaining = len(jobs)
+    def _loop(self, jobs: Iterator[Job], bar: Any) -> Iterator[SandboxResult]:
+        """The event loop of one map: send jobs to ready processes as they free up, read results,
+        enforce deadlines; yield results in job order."""
+        finished: dict[int, SandboxResult] = {}  # results waiting for an earlier one
+        pulled = yielded = 0
+        exhausted = False
 
         def done(i: int, res: SandboxResult) -> None:
-            nonlocal remaining
-            results[i] = res
-            remaining -= 1
+            finished[i] = res
             self.stats[res.status] += 1
             if bar is not None:
                 bar.update(1)
@@ -241,16 +276,26 @@ class Sandbox(Dispatcher):
         self._done = done
         for slot in list(self._slots):  # lanes an abandoned map left empty
             self._maybe_fork(slot)
-        while remaining:
+        while True:
+            while yielded in finished:
+                res = finished.pop(yielded)
+                yielded += 1
+                yield res
+            if exhausted and yielded == pulled:
+                return
             self._ensure_started()
             for slot in list(self._slots):
-                while todo and slot.can_take():
-                    i = todo.popleft()
-                    refused = self._send_job(slot, i, jobs[i])
+                while not exhausted and len(finished) < MAX_AHEAD and slot.can_take():
+                    job = next(jobs, None)
+                    if job is None:
+                        exhausted = True
+                        break
+                    pulled += 1
+                    refused = self._send_job(slot, pulled - 1, job)
                     if refused is not None:
-                        done(i, refused)
-            if not remaining:
-                break
+                        done(pulled - 1, refused)
+            if yielded in finished or (exhausted and yielded == pulled):
+                continue
             assert self._sel is not None
             for key, _ in self._sel.select(timeout=self._select_timeout()):
                 if key.data is None:
@@ -264,7 +309,6 @@ class Sandbox(Dispatcher):
                 elif slot.children.get(child.n) is child and child.res_r == key.fd:
                     self._on_result_pipe(slot, child)
             self._check_deadlines()
-        return results  # type: ignore[return-value]
 
     def _select_timeout(self) -> float:
         now = time.monotonic()

@@ -70,6 +70,47 @@ def test_flow_ends_with_the_returning_block(sb):
     assert [(b.start, b.end) for b in flow.blocks] == [(0, 1), (2, 3), (4, 4), (5, 5)]
 
 
+def test_a_global_statement_as_first_block_keeps_the_entry_locals(sb):
+    """``global`` emits no line event: the first line event lands in block 1, and block 0's exit
+    (the entry locals) must still be recorded, or every LOCALS after it sits one block early."""
+    src = "total = 0\ndef f(x):\n    global total\n    total = x + 1\n    y = total * 2\n    return y\n"
+    flow = ok(src, "1", sb)
+    assert spans_locals(flow) == [
+        (0, 2, {"x": 1}),
+        (3, 3, {"x": 1}),
+        (4, 4, {"x": 1, "y": 4}),
+        (5, 5, {"x": 1, "y": 4}),
+    ]
+    assert flow.output == 4
+
+
+def test_a_bare_annotation_as_first_block_keeps_the_entry_locals(sb):
+    flow = ok("def f(x):\n    total: int\n    total = x + 1\n    return total\n", "1", sb)
+    assert spans_locals(flow) == [(0, 1, {"x": 1}), (2, 2, {"x": 1, "total": 2}), (3, 3, {"x": 1, "total": 2})]
+
+
+def test_skipped_blocks_before_the_first_line_event_and_between_later_ones(sb):
+    src = "def f(x):\n    global a\n    global b\n    y = x\n    if y > 5:\n        y = 0\n    return y\n"
+    flow = ok(src, "1", sb)
+    assert [b.locals for b in flow.blocks] == [{"x": 1}, {"x": 1}, {"x": 1, "y": 1}, {"x": 1, "y": 1}, {"x": 1, "y": 1}]
+
+
+@pytest.mark.needs_shared
+def test_cruxeval_sample_280_has_five_blocks_and_its_own_output(sb, crux_rows):
+    """CRUXEval's sample_280 starts with ``global g, field``: five blocks, the last holding the return."""
+    from codethinker.contra.values import parse_literal
+
+    row = next(r for r in crux_rows if r["id"] == "sample_280")
+    flow = ok(row["code"], row["input"], sb)
+    assert len(flow.blocks) == 5
+    text = row["input"].strip()[1:-1]
+    assert flow.blocks[0].locals == {"text": text}
+    assert flow.blocks[1].locals == {"text": text}  # field is a global: no local changed
+    assert flow.blocks[3].locals == {"text": text.replace("1", "i")}
+    assert strict_equal(flow.output, parse_literal(row["output"]))
+    assert flow.blocks[-1].locals == flow.blocks[3].locals
+
+
 def test_return_inside_a_loop(sb):
     src = "def f(xs):\n    for x in xs:\n        if x > 2:\n            return x\n    return -1\n"
     flow = ok(src, "[1, 5, 7]", sb)

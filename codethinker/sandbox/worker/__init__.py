@@ -28,7 +28,9 @@ Pipes (:mod:`codethinker.sandbox.worker.pipes`): request (parent -> sample): 8-b
 little-endian length, then a pickle (the parent is trusted, so the ordinary unpickler is used);
 result (sample -> parent): the same framing around the bounded wire format of
 :mod:`codethinker.sandbox.protocol` (JSON with tags; no pickle), encoded by
-:func:`~codethinker.sandbox.worker.pipes.send` only and decoded by the parent's
+:func:`~codethinker.sandbox.worker.pipes.send` (the ready frame) and by the sender that
+:func:`~codethinker.sandbox.worker.pipes.make_sender` binds before the sample's code runs (the
+result) only, and decoded by the parent's
 :func:`codethinker.sandbox.protocol.decode` only. The pipes are not fds 0/1/2, so C-level writes
 to stdout/stderr cannot corrupt them.
 

@@ -151,7 +151,9 @@ def _prepare() -> None:
 def main(cfg: dict) -> None:
     """Entry point of the zygote process (see :mod:`codethinker.sandbox.worker`)."""
     sys.path[:] = [p for p in sys.path if p] + list(cfg.get("extra_path", ()))  # no cwd-relative imports
-    for name in PRELOAD_ALL if cfg.get("preload_all") else PRELOAD:
+    # every builtin module too: a trace job's process then needs no fresh one (its guard refuses
+    # _imp.create_builtin, which makes second copies of gc, _signal or posix)
+    for name in (*(PRELOAD_ALL if cfg.get("preload_all") else PRELOAD), *sys.builtin_module_names):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     runners = load_runners(cfg.get("runners", {}))
