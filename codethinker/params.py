@@ -22,6 +22,7 @@ __all__ = [
     "PROFILES",
     "PROFILE_FALLBACK",
     "ParamsError",
+    "answer_paths",
     "by_profile",
     "flatten",
     "load_params",
@@ -55,12 +56,50 @@ _Loader.add_implicit_resolver(
 
 
 def load_yaml(text: str) -> Any:
-    r"""``text`` as YAML, the way params.yaml is read (:class:`_Loader`).
+    r"""``text`` as YAML, the way params.yaml is read (:class:`_Loader`); a key given twice in one mapping
+    is a :class:`ParamsError` naming the dotted key and both lines (YAML keeps the last one silently; DVC's
+    reader, ruamel, refuses the file too).
 
     >>> load_yaml("lr: 5e-05\nsteps: 16\nname: 1e3x")
     {'lr': 5e-05, 'steps': 16, 'name': '1e3x'}
+    >>> load_yaml("sft:\n  steps: 1\nsft:\n  steps: 2\n")
+    Traceback (most recent call last):
+    ...
+    codethinker.params.ParamsError: sft: duplicated key at lines 1 and 3 (YAML would keep the last one silently)
     """
-    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
+    loader = _Loader(text)  # a SafeLoader subclass: no arbitrary objects
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _refuse_duplicate_keys(node, "", set())
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _refuse_duplicate_keys(node: yaml.Node, where: str, seen: set[int]) -> None:
+    """A :class:`ParamsError` for the first mapping key of ``node``'s tree given twice in its mapping."""
+    if id(node) in seen:  # an alias: its node is checked once
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[Any, int] = {}
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            dotted = f"{where}.{name}" if where else str(name)
+            if name is not None and name != "<<":  # a merge key may repeat
+                line = key.start_mark.line + 1
+                if name in lines:
+                    first = lines[name]
+                    raise ParamsError(
+                        f"{dotted}: duplicated key at lines {first} and {line} (YAML would keep the last one silently)"
+                    )
+                lines[name] = line
+            _refuse_duplicate_keys(value, dotted, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _refuse_duplicate_keys(item, f"{where}[{i}]", seen)
 
 
 def load_params(path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
@@ -71,6 +110,8 @@ def load_params(path: str | os.PathLike[str] = "params.yaml") -> dict[str, Any]:
         data = load_yaml(p.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ParamsError(f"{p}: not valid YAML: {exc}") from None
+    except ParamsError as exc:
+        raise ParamsError(f"{p}: {exc}") from None
     if not isinstance(data, dict):
         raise ParamsError(f"{p}: top level must be a mapping")
     return data
@@ -96,6 +137,23 @@ def mirror_root(base: dict[str, Any]) -> Path | None:
         return None
     p = Path(raw).expanduser()
     return p if p.is_dir() else None
+
+
+def answer_paths() -> tuple[str, ...]:
+    """The host folders that hold tests and their answers, which a judged program's sandbox hides
+    (``SandboxConfig.hide``): the checkout (its ``data/``) and the data mirror (``$CODETHINKER_MIRROR``, and
+    ``base.mirror`` of the params.yaml in the working directory and in the checkout, each relative to its
+    file's folder), those that exist."""
+    root = Path(__file__).resolve().parents[1]
+    found = [root, Path(os.environ.get("CODETHINKER_MIRROR") or root).expanduser()]
+    for params in (Path("params.yaml").resolve(), root / "params.yaml"):
+        try:
+            raw = (load_params(params).get("base") or {}).get("mirror") if params.is_file() else None
+        except (ParamsError, OSError, AttributeError):
+            raw = None
+        if isinstance(raw, str) and raw:
+            found.append(params.parent / Path(raw).expanduser())
+    return tuple(dict.fromkeys(str(p.resolve()) for p in found if p.is_dir()))
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

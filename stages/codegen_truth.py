@@ -22,7 +22,7 @@ from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 ARGS = stage_args(
     "codegen_truth",
     __doc__,
-    problems=path("codegen_data's problems (JSONL)"),
+    problems=path("codegen_data's problems (JSONL)", rows=True),
     metrics=path("references judged and passed, every failure with its reason (JSON)"),
 )
 

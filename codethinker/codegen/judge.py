@@ -1,35 +1,55 @@
 """The code-generation judge (parent side): programs against their problems' tests, in the sandbox.
 
-One sandbox job per (problem, program), run by the ``"leetcode_tests"`` runner of
-:mod:`codethinker.codegen.runner`: the preamble, the program and :func:`candidate_source`'s last
-line define the candidate; each test (one assert) then runs under ``test_timeout_s`` of its own.
-The job as a whole may take ``setup_timeout_s`` (the program's module-level code, the preamble) plus
+One sandbox job per (problem, program), run by the ``"leetcode_calls"`` runner of
+:mod:`codethinker.codegen.runner`: the preamble, the program and :func:`candidate_source`'s last line
+define the candidate; each test's call (:mod:`codethinker.codegen.checks`) then runs under
+``test_timeout_s`` of its own and its return value comes back as plain data. **The verdict is made
+here**: the expected values never enter the sandbox, and each returned value is compared in this
+process (:meth:`~codethinker.codegen.checks.Check.passes`). The sandbox also hides the checkout and the
+data mirror (:func:`codethinker.params.answer_paths`), where the tests and their answers are stored. The
+job as a whole may take ``setup_timeout_s`` (the program's module-level code, the preamble) plus
 ``test_timeout_s`` per test; past that (plus the sandbox's grace) it is stopped.
 
-A :class:`Judgement` is never an exception: ``pass`` (every test passed), ``fail`` (one or more did
-not; the per-test statuses say which: ``fail``, ``error``, ``timeout``), ``no_program`` (nothing to
-run), or the sandbox's status for the whole job (``timeout``, ``error``: the program does not
-compile, defines no entry, exits; ``memory``, ``killed``), with its detail.
+A :class:`Judgement` is never an exception, and one program's result never touches another's: ``pass``
+(every test passed), ``fail`` (one or more did not; the per-test statuses say which: ``fail``, ``error``,
+``timeout``), ``no_program`` (nothing to run), the sandbox's status for the whole job (``timeout``,
+``error``: the program does not compile, defines no entry, exits; ``memory``, ``killed``), or ``error``
+with "malformed result" when the frame that came back is not the runner's shape (a program that wrote
+a frame of its own).
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codethinker.codegen.checks import Check, parse_check
 from codethinker.codegen.runner import CANDIDATE
 from codethinker.codegen.task import CodegenProblem
+from codethinker.params import answer_paths
 
-__all__ = ["JudgeLimits", "Judgement", "candidate_source", "check_references", "judge_programs"]
+__all__ = [
+    "JudgeLimits",
+    "Judgement",
+    "candidate_source",
+    "check_references",
+    "iter_judgements",
+    "judge_programs",
+    "problem_checks",
+]
+
+TEST_STATUSES = ("pass", "fail", "error", "timeout")
+DETAIL_CHARS = 500
 
 
 @dataclass(frozen=True)
 class JudgeLimits:
     """Time and memory of one judged program."""
 
-    test_timeout_s: float = field(default=3.0, metadata={"help": "seconds each test (one assert) may take"})
+    test_timeout_s: float = field(default=3.0, metadata={"help": "seconds each test (one call) may take"})
     setup_timeout_s: float = field(
         default=5.0, metadata={"help": "seconds for the program's module-level code and the preamble"}
     )
@@ -71,46 +91,103 @@ def candidate_source(problem: CodegenProblem, code: str) -> str:
     return f"{problem.preamble}\n\n{code}\n\n\ndef {CANDIDATE}():\n    return {problem.entry_point}\n"
 
 
-def _judgement(res: object, total: int) -> Judgement:
-    """The verdict of one sandbox result of the ``leetcode_tests`` runner."""
-    status = getattr(res, "status", "killed")
-    if status != "ok":
-        why = f"{getattr(res, 'error_type', None)}: {getattr(res, 'error_message', None)}"
-        return Judgement(status, (), total, why[:500])
-    v = getattr(res, "value", None)
-    tests = v.get("tests") if type(v) is dict else None
-    if type(tests) is not list or len(tests) != total or not all(type(t) is dict for t in tests):
-        return Judgement("error", (), total, "malformed test result")
-    statuses = tuple(str(t.get("status")) for t in tests)
-    bad = [f"test {k}: {s}: {tests[k - 1].get('detail', '')}" for k, s in enumerate(statuses, 1) if s != "pass"]
-    return Judgement("pass" if not bad else "fail", statuses, total, "; ".join(bad)[:500])
+@functools.lru_cache(maxsize=4096)
+def _checks(tests: tuple[str, ...]) -> tuple[Check, ...]:
+    return tuple(parse_check(t) for t in tests)
+
+
+def problem_checks(problem: CodegenProblem) -> tuple[Check, ...]:
+    """The problem's tests as :class:`~codethinker.codegen.checks.Check` (parsed once per test tuple);
+    raises :class:`~codethinker.codegen.checks.CheckError` for a test in no judged form."""
+    return _checks(tuple(problem.tests))
+
+
+def _text(x: Any, limit: int = 200) -> str:
+    """A field of the returned frame as bounded text (anything but a str is shown by its type only)."""
+    return x[:limit] if type(x) is str else f"<{type(x).__name__}>"
+
+
+def _test_status(item: Any, check: Check, limit: float) -> tuple[str, str]:
+    """(status, detail) of one test from the runner's item for it; a malformed item is an ``error``."""
+    if type(item) is not dict or type(item.get("status")) is not str:
+        return "error", "malformed result"
+    status = item["status"]
+    if status == "ok" and "value" in item:
+        return ("pass", "") if check.passes(item["value"]) else ("fail", "wrong value")
+    if status == "timeout":
+        return "timeout", f"over {limit:.2f} s"
+    if status == "error":
+        return "error", _text(item.get("detail"))
+    return "error", "malformed result"
+
+
+def _judgement(res: Any, checks: Sequence[Check], limit: float) -> Judgement:
+    """The verdict of one sandbox result of the ``leetcode_calls`` runner; never raises."""
+    total = len(checks)
+    try:
+        status = getattr(res, "status", "killed")
+        if status != "ok":
+            why = f"{_text(getattr(res, 'error_type', None))}: {_text(getattr(res, 'error_message', None), 400)}"
+            return Judgement(status if type(status) is str else "killed", (), total, why[:DETAIL_CHARS])
+        v = getattr(res, "value", None)
+        items = v.get("results") if type(v) is dict else None
+        if type(items) is not list or len(items) != total:
+            return Judgement("error", (), total, "malformed result")
+        verdicts = [_test_status(item, check, limit) for item, check in zip(items, checks, strict=True)]
+    except Exception as exc:  # whatever a forged frame holds costs only its own program
+        return Judgement("error", (), total, f"malformed result ({type(exc).__name__})")
+    statuses = tuple(s for s, _ in verdicts)
+    bad = [f"test {k}: {s}: {d}" for k, (s, d) in enumerate(verdicts, 1) if s != "pass"]
+    return Judgement("pass" if not bad else "fail", statuses, total, "; ".join(bad)[:DETAIL_CHARS])
+
+
+def _job(problem: CodegenProblem, code: str, limits: JudgeLimits) -> Any:
+    from codethinker.sandbox import Job
+
+    calls = [[c.args, c.kind] for c in problem_checks(problem)]
+    opts = {"preamble": problem.preamble, "calls": calls, "limit": limits.test_timeout_s}
+    return Job(candidate_source(problem, code), entry=CANDIDATE, runner="leetcode_calls", options=opts)
+
+
+def iter_judgements(
+    problems: Sequence[CodegenProblem], codes: Sequence[str], limits: JudgeLimits | None = None
+) -> Iterator[Judgement]:
+    """One :class:`Judgement` per (problem, program), in order, each as soon as it is known (the jobs are
+    made as workers become free, and a result is dropped once judged); one sandbox for the batch
+    (``limits``: None, the defaults of :class:`JudgeLimits`)."""
+    limits = limits or JudgeLimits()
+    from codethinker.sandbox import Sandbox, SandboxConfig
+
+    pairs = list(zip(problems, codes, strict=True))
+    for p, _ in pairs:
+        problem_checks(p)  # a test in no judged form fails here, before any sandbox starts
+    runs = [bool(code.strip()) for _, code in pairs]
+    sb = None
+    if any(runs):
+        timeout = max(limits.job_timeout(len(p.tests)) for (p, _), run in zip(pairs, runs, strict=True) if run)
+        cfg = SandboxConfig(
+            timeout_s=timeout, memory_mb=limits.memory_mb, workers=limits.workers, grace_s=2.0, hide=answer_paths()
+        )
+        sb = Sandbox(cfg)
+    try:
+        jobs = (_job(p, code, limits) for (p, code), run in zip(pairs, runs, strict=True) if run)
+        results = sb.imap(jobs) if sb is not None else iter(())
+        for (p, _code), run in zip(pairs, runs, strict=True):
+            checks = problem_checks(p)
+            if not run:
+                yield Judgement("no_program", (), len(checks), "no program in the completion")
+            else:
+                yield _judgement(next(results), checks, limits.test_timeout_s)
+    finally:
+        if sb is not None:
+            sb.close()
 
 
 def judge_programs(
     problems: Sequence[CodegenProblem], codes: Sequence[str], limits: JudgeLimits | None = None
 ) -> list[Judgement]:
-    """One :class:`Judgement` per (problem, program); one sandbox for the batch (``limits``: None,
-    the defaults of :class:`JudgeLimits`)."""
-    limits = limits or JudgeLimits()
-    from codethinker.sandbox import Job, Sandbox, SandboxConfig
-
-    pairs = list(zip(problems, codes, strict=True))
-    out: list[Judgement | None] = [None] * len(pairs)
-    jobs, slots = [], []
-    for k, (p, code) in enumerate(pairs):
-        if not code.strip():
-            out[k] = Judgement("no_program", (), len(p.tests), "no program in the completion")
-            continue
-        opts = {"preamble": p.preamble, "tests": list(p.tests), "limit": limits.test_timeout_s}
-        jobs.append(Job(candidate_source(p, code), entry=CANDIDATE, runner="leetcode_tests", options=opts))
-        slots.append(k)
-    if jobs:
-        timeout = max(limits.job_timeout(len(pairs[k][0].tests)) for k in slots)
-        cfg = SandboxConfig(timeout_s=timeout, memory_mb=limits.memory_mb, workers=limits.workers, grace_s=2.0)
-        with Sandbox(cfg) as sb:
-            for k, res in zip(slots, sb.map(jobs), strict=True):
-                out[k] = _judgement(res, len(pairs[k][0].tests))
-    return out  # type: ignore[return-value]
+    """One :class:`Judgement` per (problem, program) (:func:`iter_judgements` as a list)."""
+    return list(iter_judgements(problems, codes, limits))
 
 
 def check_references(problems: list[CodegenProblem], limits: JudgeLimits, limit: int | None = None) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 
 ``build_problems``: the train splits merged (a task_id in v0.1.0 and v0.2.0 keeps v0.2.0's record) ->
 each record made a :class:`~codethinker.codegen.task.CodegenProblem` (a record whose entry point is
-not ``Class().method`` or whose tests cannot be split is dropped with that reason) -> the id filter
+not ``Class().method``, whose tests cannot be split, or one of whose tests is in no form the judge
+compares (:mod:`codethinker.codegen.checks`) is dropped with that reason) -> the id filter
 against the test splits -> ``limit`` problems sampled by ``base.seed`` -> the similarity filter ->
 the first ``heldout`` share of the (seeded) order held out. Every drop is counted under its reason.
 """
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from codethinker.codegen.checks import CheckError
 from codethinker.codegen.decontam import benchmark_programs, id_filter, load_test_splits, similar_filter
 from codethinker.codegen.task import CodegenProblem, EntryPointError, TestSplitError, make_problem
 from codethinker.config.codegen import CodegenConfig
@@ -38,7 +40,7 @@ def source_paths(cfg: CodegenConfig, names: list[str], prefix: str = "leetcode/"
 
 
 def _make_all(records: list[dict[str, Any]]) -> tuple[list[CodegenProblem], dict[str, int]]:
-    problems, dropped = [], {"entry_point": 0, "tests_unsplittable": 0}
+    problems, dropped = [], {"entry_point": 0, "tests_unsplittable": 0, "tests_unjudgeable": 0}
     for rec in records:
         try:
             problems.append(make_problem(rec))
@@ -46,6 +48,8 @@ def _make_all(records: list[dict[str, Any]]) -> tuple[list[CodegenProblem], dict
             dropped["entry_point"] += 1
         except TestSplitError:
             dropped["tests_unsplittable"] += 1
+        except CheckError:
+            dropped["tests_unjudgeable"] += 1
     return problems, dropped
 
 

@@ -27,6 +27,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from codethinker.codegen.checks import parse_check
 from codethinker.errors import CodethinkerError
 
 __all__ = ["ASK", "CodegenProblem", "EntryPointError", "TestSplitError", "make_problem", "parse_entry", "split_tests"]
@@ -120,9 +121,12 @@ def split_tests(test: str) -> list[str]:
 
 def make_problem(rec: dict[str, Any]) -> CodegenProblem:
     """The problem of one merged LeetCodeDataset record (:func:`codethinker.data.sources.load_leetcode`
-    with ``extra=("test", "query")``); :class:`TestSplitError` / :class:`EntryPointError` say why not."""
+    with ``extra=("test", "query")``); :class:`TestSplitError` / :class:`EntryPointError` /
+    :class:`~codethinker.codegen.checks.CheckError` say why not."""
     parse_entry(rec["entry_point"])
     tests = split_tests(rec["test"])
+    for t in tests:
+        parse_check(t)  # the judge compares in the parent: a test in no judged form is a CheckError
     return CodegenProblem(
         id=rec["task_id"],
         question_id=rec.get("question_id"),

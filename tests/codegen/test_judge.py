@@ -33,9 +33,30 @@ def test_reference_passes_and_a_fresh_instance_per_test(add_problem):
 
 
 def test_the_program_cannot_redefine_the_tests_helpers(add_problem):
-    forge = "def is_same(a, b):\n    return True\n" + method("return 0")
+    forge = "def plus(a, b):\n    return 100\n" + method("return 6 if x == 5 else 0")
     [j] = judge_programs([add_problem], [forge], LIMITS)
-    assert j.status == "fail" and j.tests == ("fail", "pass", "fail")  # 0 is right for x = -1 only
+    assert j.status == "fail" and j.tests == ("fail", "pass", "pass")  # the input is the preamble's plus(2, 3)
+
+
+def test_a_subclass_or_an_object_is_an_error_never_compared(add_problem):
+    always = "class A:\n    def __eq__(self, o):\n        return True\n"
+    sub = "class I(int):\n    def __eq__(self, o):\n        return True\n"
+    codes = [always + method("return A()"), sub + method("return I(x + 1)"), method("return True if x == 1 else x + 1")]
+    js = judge_programs([add_problem] * 3, codes, LIMITS)
+    assert [j.tests for j in js[:2]] == [("error",) * 3] * 2 and "NotPlain" in js[0].detail
+    assert js[2].tests == ("fail", "pass", "pass")  # True == 2 is False; bool stays bool, as the test's own ==
+
+
+def test_the_expected_value_never_enters_the_sandbox(add_problem):
+    """The job carries the inputs and the preamble only; the program sees no expected value anywhere."""
+    from codethinker.codegen.judge import iter_judgements
+
+    spy = method(
+        "import gc\nfound = [o for o in gc.get_objects() if isinstance(o, str) and '== 2' in o]\n"
+        "raise RuntimeError(repr(found[:3]))"
+    )
+    [j] = list(iter_judgements([add_problem], [spy], LIMITS))
+    assert j.tests == ("error",) * 3 and "[]" in j.detail, j.detail
 
 
 def test_the_source_ends_with_the_candidate_maker(add_problem):

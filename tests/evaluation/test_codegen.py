@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from codethinker.data.io import RecordError
 from codethinker.engines.base import Completion
-from codethinker.evaluation import codegen, codegen_runner
+from codethinker.evaluation import codegen, codegen_oracle, codegen_runner
 from codethinker.evaluation.codegen import CodegenTask, extract_code, make_item, read_items
 from codethinker.evaluation.generalize import GROUPS, GenConfig, Item, evaluate_task, get_task, oracle_check
 from codethinker.sandbox.runners import RUNNERS, load_runners
@@ -130,7 +130,8 @@ def test_humaneval_style_answers(name: str) -> None:
 # --------------------------------------------------------------------------- hostile answers
 HOSTILE = {
     "loop": ("def add(a, b):\n    while True:\n        pass", {"timeout"}),
-    "write": ("def add(a, b):\n    open('x', 'w').write('a' * 10**8)\n    return a + b", {"error"}),
+    # EFBIG past RLIMIT_FSIZE; on a loaded machine the io modes' 1 s per input may end it first
+    "write": ("def add(a, b):\n    open('x', 'w').write('a' * 10**8)\n    return a + b", {"error", "timeout"}),
     "write_root": ("def add(a, b):\n    open('/etc/evil', 'w').write('x')\n    return a + b", {"error"}),
     "exit_in_function": ("import sys\ndef add(a, b):\n    sys.exit(0)", {"error"}),
     "exit_at_module": ("import sys\nsys.exit(0)\ndef add(a, b):\n    return a + b", {"error"}),
@@ -154,7 +155,7 @@ def test_hostile_answers_end_with_a_status(name: str) -> None:
     verdicts = task.judge([item] * len(texts), texts)
     got = {k: v.status for k, v in zip(HOSTILE, verdicts, strict=True)}
     assert not any(v.passed for v in verdicts), got
-    assert got == {k: next(iter(want)) for k, (_, want) in HOSTILE.items()}, [v.detail for v in verdicts]
+    assert all(got[k] in want for k, (_, want) in HOSTILE.items()), (got, [v.detail for v in verdicts])
     assert time.perf_counter() - t0 < 60
     assert "x" not in {p.name for p in Path.cwd().iterdir()}
 
@@ -211,14 +212,14 @@ def test_per_input_time_limit_stops_a_loop_early() -> None:
 def test_evalplus_comparison(out, exp, atol, special, ok) -> None:
     inp = exp if special == "find_zero" else [1]
     exp = None if special == "find_zero" else exp
-    assert codegen_runner._matches(out, exp, inp, atol, special)[0] is ok
+    assert codegen_oracle.matches(out, exp, inp, atol, special)[0] is ok
 
 
 def test_sticky_atol_and_second_answers() -> None:
-    assert codegen_runner._matches(1.0, 1.0, [1], 0, None) == (True, 1e-6)
-    assert codegen_runner._second_answer("digit_distance_nums", [123, 45]) == 1 + 2 + 2  # 123 against 045
-    assert codegen_runner._second_answer("surface_Area", [2, 0]) == 8
-    assert codegen_runner._matches(35, 0, [3, 4], 0, "surface_Area") == (True, 0)
+    assert codegen_oracle.matches(1.0, 1.0, [1], 0, None) == (True, 1e-6)
+    assert codegen_oracle.second_answer("digit_distance_nums", [123, 45]) == 1 + 2 + 2  # 123 against 045
+    assert codegen_oracle.second_answer("surface_Area", [2, 0]) == 8
+    assert codegen_oracle.matches(35, 0, [3, 4], 0, "surface_Area") == (True, 0)
 
 
 def test_mbpp_plus_inputs_are_deserialized_as_evalplus_does() -> None:
@@ -240,24 +241,53 @@ def test_runner_in_process() -> None:
     assert run(ns["add"], (), {}, prog) == {"status": "pass", "passed": 1, "total": 1, "detail": ""}
     ref = run(ns["add"], (), {}, {"mode": "reference", "phases": [[[1, 2]], [["a", "b"]]], "not_none": False})
     assert [p["outputs"] for p in ref["phases"]] == [[3], ["ab"]]
-    phase = {"name": "base", "inputs": [[1, 2]], "outputs": [4], "limits": [1.0], "budget": 2.0, "recompute": []}
-    io = {"mode": "io", "atol": 0, "special": None, "entry": "add", "reference": "", "phases": [phase]}
-    assert run(ns["add"], (), {}, io)["detail"] == "base input 0 (1, 2): got 3, expected 4"
+    phase = {"inputs": [[1, 2], [2, 2]], "limits": [1.0, 1.0], "budget": 2.0, "digest": [1]}
+    out = run(ns["add"], (), {}, {"mode": "io", "phases": [phase]})
+    assert out == {"phases": [[["v", 3], ["d", codegen_runner.digest(4)]]], "stop": None}  # outputs, no verdict
+    expect = [{"name": "base", "inputs": phase["inputs"], "outputs": [4, codegen_runner.digest(4)], "digest": [1]}]
+    v = codegen_oracle.io_verdict(out, expect, 0, None)
+    assert (v.passed, v.status, v.detail) == (False, "fail", "0/2 passed; base input 0 (1, 2): got 3, expected 4")
     with pytest.raises(ValueError, match="unknown tests mode"):
         run(ns["add"], (), {}, {"mode": "nope"})
 
 
-def test_big_expected_outputs_are_recomputed_in_the_candidates_job() -> None:
+def test_big_outputs_are_compared_by_digest_and_no_expected_output_enters_the_job() -> None:
     task, item = tiny("humaneval+")
     ref = {**item.reference, "base_input": [["x", 10**6]], "plus_input": [["y", 3]]}
     ref["prompt"] = ref["prompt"].replace("a + b", "a * b")
     ref["solution"] = ref["prompt"] + "    return a * b\n"
     item = Item("T/big", item.messages, ref)
     right, wrong = fenced("def add(a, b):\n    return a * b"), fenced("def add(a, b):\n    return a * (b - 1)")
-    v = task.judge([item, item], [right, wrong])
-    assert task._expected[("T/big", None)]["phases"][0]["recompute"] == [0]
-    assert [x.status for x in v] == ["pass", "fail"]
-    assert "expected 'xxxx" in v[1].detail
+    spy = fenced("import sys\ndef add(a, b):\n    raise RuntimeError(repr(sys._getframe(2).f_locals)[:3000])")
+    v = task.judge([item, item, item], [right, wrong, spy])
+    assert task._expected[("T/big", None)]["phases"][0]["digest"] == [0]
+    assert [x.status for x in v] == ["pass", "fail", "error"]
+    assert "got a digest other than the expected output's" in v[1].detail
+    assert "'digest': [0]" in v[2].detail and "'outputs'" not in v[2].detail and "yyy" not in v[2].detail, v[2].detail
+
+
+def test_forged_io_frames_cost_only_their_own_answer() -> None:
+    """Frames a candidate may forge: each is its own answer's error, never an exception, never a pass."""
+    phases = [{"name": "base", "inputs": [[1, 2]], "outputs": [3], "digest": []}]
+    forged = [
+        None,
+        7,
+        {"phases": 10**5000},
+        {"phases": [[["v", 3]], [["v", 3]]]},
+        {"phases": [[["x", 3]]]},
+        {"phases": [[]], "stop": {"phase": 0, "index": 0, "status": 10**5000}},
+        {"phases": [[]], "stop": {"phase": 0, "index": 0, "status": "timeout", "detail": 10**5000}},
+        {"phases": [[["v", {1: 2}]]]},
+        {"phases": [[["d", "abc"]]]},
+        {"phases": [[["v", [[[]]]]]]},
+    ]
+    for value in forged:
+        v = codegen_oracle.io_verdict(value, phases, 0, None)
+        assert not v.passed and v.status in ("error", "fail", "timeout"), (value, v)
+    res = type("R", (), {"status": "ok", "value": {"status": "pass", "passed": 10**5000, "total": 1}})()
+    assert codegen._verdict(res).status == "error"
+    odd = type("R", (), {"status": "error", "error_type": 10**5000, "error_message": ["x"]})()
+    assert codegen._verdict(odd).status == "error"
 
 
 # --------------------------------------------------------------------------- answer extraction
