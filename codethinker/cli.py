@@ -42,11 +42,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _read(path: str, what: str) -> str:
+    """The file's text exactly as its bytes decode (UTF-8, no newline translation): ``score`` scores the
+    rollout the library would be given, so a ``\\r\\n`` stays in it as it stays in a response string."""
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{what} file not found: {path}")
     try:
-        return p.read_text(encoding="utf-8")
+        return p.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {what} file {path}: {exc}") from None
 

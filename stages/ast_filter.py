@@ -19,7 +19,7 @@ from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 ARGS = stage_args(
     "ast_filter",
     __doc__,
-    problems=path("fetch's LeetCode problems (JSONL)"),
+    problems=path("fetch's LeetCode problems (JSONL)", rows=True),
     out=path("the plain functions f (JSONL)"),
     metrics=path("counts and drop reasons (JSON)"),
 )

@@ -28,7 +28,7 @@ from codethinker.training.tokenizer import train_bpe
 ARGS = stage_args(
     "bootstrap",
     __doc__,
-    corpus=path("tokenizer train: the SFT rows the BPE is learnt on (chat JSONL)"),
+    corpus=path("tokenizer train: the SFT rows the BPE is learnt on (chat JSONL)", rows=True),
     out=path("the tiny policy's folder (weights, tokenizer, bootstrap.json)"),
 )
 

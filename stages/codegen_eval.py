@@ -28,7 +28,7 @@ from codethinker.training.grpo_codegen import read_problems
 ARGS = stage_args(
     "codegen_eval",
     __doc__,
-    data=path("codegen_data's problems (JSONL; the heldout split is evaluated)"),
+    data=path("codegen_data's problems (JSONL; the heldout split is evaluated)", rows=True),
     metrics=path("per phase: pass@1 and the other means with their 95% intervals (JSON)"),
 )
 

@@ -34,7 +34,7 @@ STAGES = ("fetch", "ast_filter", "gen_inputs", "exec_filter", "dedup")  # the fu
 ARGS = stage_args(
     "contra_sft",
     __doc__,
-    samples=path("dedup's samples (JSONL)"),
+    samples=path("dedup's samples (JSONL)", rows=True),
     **{f"{s}_metrics": path(f"the {s} stage's metrics: its step of the funnel (JSON)") for s in STAGES},
     sft=path("the SFT rows: chat messages (JSONL)"),
     grpo_train=path("the GRPO prompts (verl's parquet schema)"),

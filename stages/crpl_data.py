@@ -27,7 +27,7 @@ from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 ARGS = stage_args(
     "crpl_data",
     __doc__,
-    problems=path("codegen_data's problems (JSONL)"),
+    problems=path("codegen_data's problems (JSONL)", rows=True),
     train=path("the preference pairs of the training problems (JSONL)"),
     eval=path("the pairs of the held-out problems (JSONL)"),
     metrics=path("pairs per type, drops with their reasons (JSON)"),

@@ -21,7 +21,7 @@ from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 ARGS = stage_args(
     "dedup",
     __doc__,
-    samples=path("exec_filter's samples (JSONL)"),
+    samples=path("exec_filter's samples (JSONL)", rows=True),
     benchmarks=path("fetch's benchmark programs (JSONL)"),
     out=path("the samples kept (JSONL)"),
     similarity=path("each function's nearest benchmark program (JSONL)"),

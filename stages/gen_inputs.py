@@ -21,7 +21,7 @@ from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 ARGS = stage_args(
     "gen_inputs",
     __doc__,
-    functions=path("ast_filter's functions (JSONL)"),
+    functions=path("ast_filter's functions (JSONL)", rows=True),
     out=path("the input sets per function (JSONL)"),
     metrics=path("counts (JSON)"),
 )

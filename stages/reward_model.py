@@ -19,8 +19,8 @@ from codethinker.training.reward_model import run_reward_model
 ARGS = stage_args(
     "reward_model",
     __doc__,
-    train=path("crpl_data's training pairs (JSONL)"),
-    eval=path("crpl_data's held-out pairs (JSONL)"),
+    train=path("crpl_data's training pairs (JSONL)", rows=True),
+    eval=path("crpl_data's held-out pairs (JSONL)", rows=True),
     out=path("the reward model's folder (model and tokenizer)"),
     metrics=path("held-out pairwise accuracy, overall and per pair type (JSON)"),
     plot=path("the loss curve per step (CSV)"),

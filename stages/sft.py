@@ -19,7 +19,7 @@ from codethinker.training.sft import run_sft
 ARGS = stage_args(
     "sft",
     __doc__,
-    data=path("the SFT rows (chat JSONL)"),
+    data=path("the SFT rows (chat JSONL)", rows=True),
     out=path("folder of merged/, adapter/ (LoRA) and checkpoints/"),
     metrics=path("the run's metrics (JSON)"),
     plot=path("the loss curve per step (CSV)"),

@@ -25,7 +25,7 @@ SOURCES = ("synth", "leetcode")
 ARGS = stage_args(
     "train_eval",
     __doc__,
-    data=path("the held-out GRPO prompts (verl's parquet schema)"),
+    data=path("the held-out GRPO prompts (verl's parquet schema)", rows=True),
     metrics=path("per phase and source: the means and their 95% intervals (JSON)"),
 )
 

@@ -200,6 +200,24 @@ def test_score_orm_on_a_contra_trace_reports_rcs(capsys, tmp_path, truth):
     assert score(capsys, tmp_path, truth, render_trace(flow), "--reward", "orm")["rcs"] == 1.0
 
 
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+@pytest.mark.parametrize("reward", ["crm", "orm"])
+def test_score_scores_the_rollouts_bytes_as_the_library_does(capsys, tmp_path, truth, newline, reward):
+    """A CRLF (or CR) rollout is scored as the string its bytes decode to, the string a policy's response is:
+    the CLI's JSON equals the library's score of that string, not of a newline-translated copy."""
+    from codethinker.rewards.crm import crm_score
+    from codethinker.rewards.switch import reward_spec
+
+    flow = Flow.from_json(truth.read_text(encoding="utf-8"))
+    text = render_trace(flow).replace("\n", newline)
+    out = score(capsys, tmp_path, truth, text.encode("utf-8"), "--reward", reward)
+    library = reward_spec(reward).score(text, flow)  # the reward and its parts, rcs the ConTra consistency
+    assert {k: out[k] for k in library} == json.loads(json.dumps(dict(library)))
+    assert out["rcs"] == crm_score(text, flow)["rcs"]
+    if reward == "crm":
+        assert out["fmt"] == crm_score(text, flow).fmt == 0 and out["reward"] == 0.0
+
+
 # --------------------------------------------------------------------------- bad input: exit 2, one line
 def test_missing_code_file(capsys, tmp_path):
     rc, out, err = run(capsys, "trace", "--code", tmp_path / "nope.py", "--input", "1")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from codethinker.config.loader import Section
+from codethinker.config.loader import Section, bounded
 from codethinker.training.bootstrap import TinyShape
 
 __all__ = ["BootstrapConfig"]
@@ -18,6 +18,6 @@ class BootstrapConfig(Section):
     tokenizer: str = field(
         default="mirror", metadata={"help": "train (BPE on the SFT rows) | mirror (base.tokenizer_mirror)"}
     )
-    vocab_size: int = field(default=1024, metadata={"help": "tokenizer: train: tokens of the BPE"})
+    vocab_size: int = field(default=1024, metadata=bounded("tokenizer: train: tokens of the BPE", ge=1))
     bpe_split: str = field(default="word", metadata={"help": "word (Qwen2's pre-split) | line (refused: see docs)"})
     shape: TinyShape = field(default_factory=TinyShape, metadata={"help": "the model's shape"})

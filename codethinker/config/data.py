@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from codethinker.config.loader import Section
+from codethinker.config.loader import Section, bounded
 from codethinker.data.llm import ChatConfig
 
 __all__ = [
@@ -41,29 +41,29 @@ class FetchConfig(Section):
     )
     download: bool = field(default=True, metadata={"help": "fetch what the mirror lacks from its pinned public URL"})
     cache_dir: str = field(default="data/downloads", metadata={"help": "where downloads are kept"})
-    timeout_s: float = field(default=60.0, metadata={"help": "per download request, seconds"})
+    timeout_s: float = field(default=60.0, metadata=bounded("per download request, seconds", gt=0))
 
 
 @dataclass(frozen=True)
 class AstFilterConfig(Section):
     SECTION: ClassVar[str] = "ast_filter"
     min_lines: int = field(
-        default=5, metadata={"help": "lines of def f after stripping comments, docstrings and blank lines"}
+        default=5, metadata=bounded("lines of def f after stripping comments, docstrings and blank lines", ge=0)
     )
 
 
 @dataclass(frozen=True)
 class MutateConfig:
-    max_len: int = field(default=12, metadata={"help": "longest list or string a mutation makes"})
-    max_chars: int = field(default=400, metadata={"help": "longest argument text kept"})
+    max_len: int = field(default=12, metadata=bounded("longest list or string a mutation makes", ge=0))
+    max_chars: int = field(default=400, metadata=bounded("longest argument text kept", ge=1))
     include_examples: bool = field(default=True, metadata={"help": "the problem's example inputs come first"})
 
 
 @dataclass(frozen=True)
 class GenInputsConfig(Section):
     SECTION: ClassVar[str] = "gen_inputs"
-    functions: int | None = field(default=0, metadata={"help": "functions sampled by base.seed (0 or None: all)"})
-    n_inputs: int = field(default=15, metadata={"help": "input sets per function (paper: 15)"})
+    functions: int | None = field(default=0, metadata=bounded("functions sampled by base.seed (0 or None: all)", ge=0))
+    n_inputs: int = field(default=15, metadata=bounded("input sets per function (paper: 15)", ge=1))
     backend: str = field(default="mutate", metadata={"help": "mutate (offline, deterministic) | llm (endpoint)"})
     mutate: MutateConfig = field(default_factory=MutateConfig, metadata={"help": "the mutate backend's limits"})
     cache_dir: str | None = field(
@@ -77,19 +77,21 @@ class GenInputsConfig(Section):
 @dataclass(frozen=True)
 class SynthConfig(Section):
     SECTION: ClassVar[str] = "synth"
-    programs: int | None = field(default=0, metadata={"help": "(function, input) pairs generated (0 or None: none)"})
+    programs: int | None = field(
+        default=0, metadata=bounded("(function, input) pairs generated (0 or None: none)", ge=0)
+    )
     seed: int = field(default=1, metadata={"help": "added to base.seed"})
-    max_statements: int = field(default=2, metadata={"help": "statements before the return (a block counts one)"})
-    max_params: int = field(default=1, metadata={"help": "parameters per function"})
+    max_statements: int = field(default=2, metadata=bounded("statements before the return (a block counts one)", ge=0))
+    max_params: int = field(default=1, metadata=bounded("parameters per function", ge=0))
 
 
 @dataclass(frozen=True)
 class ExecFilterConfig(Section):
     SECTION: ClassVar[str] = "exec_filter"
-    timeout_s: float = field(default=2.0, metadata={"help": "per (function, input), seconds (paper: 2)"})
-    memory_mb: int = field(default=1024, metadata={"help": "address-space cap per sample, MiB"})
-    workers: int | None = field(default=None, metadata={"help": "sandbox workers (None: one per core)"})
-    max_trace_chars: int = field(default=12000, metadata={"help": "drop samples whose ConTra trace is longer"})
+    timeout_s: float = field(default=2.0, metadata=bounded("per (function, input), seconds (paper: 2)", gt=0))
+    memory_mb: int = field(default=1024, metadata=bounded("address-space cap per sample, MiB", ge=1))
+    workers: int | None = field(default=None, metadata=bounded("sandbox workers (None: one per core)", ge=1))
+    max_trace_chars: int = field(default=12000, metadata=bounded("drop samples whose ConTra trace is longer", ge=1))
     keep_none: bool = field(default=False, metadata={"help": "keep calls that return None (in-place methods)"})
 
 
@@ -103,14 +105,14 @@ class DedupConfig(Section):
     threshold: float = field(
         default=0.9, metadata={"help": "drop a function whose cosine similarity to a benchmark program is >= this"}
     )
-    batch_size: int = field(default=32, metadata={"help": "texts per embedding batch"})
+    batch_size: int = field(default=32, metadata=bounded("texts per embedding batch", ge=1))
     cache_dir: str | None = field(default="data/embed_cache", metadata={"help": "embeddings keyed by (model, texts)"})
 
 
 @dataclass(frozen=True)
 class SynthSplit:
-    eval: int = field(default=400, metadata={"help": "generated functions held out for train_eval"})
-    grpo: int = field(default=1000, metadata={"help": "generated functions given to GRPO (the rest: SFT)"})
+    eval: int = field(default=400, metadata=bounded("generated functions held out for train_eval", ge=0))
+    grpo: int = field(default=1000, metadata=bounded("generated functions given to GRPO (the rest: SFT)", ge=0))
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,8 @@ class ContraSFTConfig(Section):
     )
     prompt: str = field(default="instruct", metadata={"help": "bare (code + call) | instruct (format explained)"})
     synth_split: SynthSplit = field(default_factory=SynthSplit, metadata={"help": "generated functions' split"})
-    attempts: int = field(default=2, metadata={"help": "llm: rejection-sampling rounds (each a new seed)"})
-    eval_functions: int = field(default=30, metadata={"help": "GRPO functions held out as evaluation prompts"})
+    attempts: int = field(default=2, metadata=bounded("llm: rejection-sampling rounds (each a new seed)", ge=1))
+    eval_functions: int = field(default=30, metadata=bounded("GRPO functions held out as evaluation prompts", ge=0))
     data_source: str = field(default="leetcode_reasoning", metadata={"help": "verl's data_source column"})
     cache_dir: str | None = field(
         default="data/llm_cache", metadata={"help": "answers of the llm teacher (None: no cache)"}
@@ -142,4 +144,4 @@ class EvalTruthConfig(Section):
     )
     download: bool = field(default=True, metadata={"help": "CRUXEval/REval from their pinned URLs when not mirrored"})
     cache_dir: str = field(default="data/downloads", metadata={"help": "where downloads are kept"})
-    timeout_s: float = field(default=2.0, metadata={"help": "sandbox limit per traced sample, seconds"})
+    timeout_s: float = field(default=2.0, metadata=bounded("sandbox limit per traced sample, seconds", gt=0))

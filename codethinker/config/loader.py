@@ -4,9 +4,17 @@
 (:func:`codethinker.params.resolve_params`) and builds the section's dataclass (``SECTION`` names the
 section): a nested mapping becomes its nested dataclass, a field marked :func:`inline` takes its
 class's keys from the section itself (``sft``'s ``epochs`` is :class:`SFTParams`' ``epochs``). A key
-the dataclass lacks and a value of the wrong type are errors naming the file and the dotted key::
+the dataclass lacks, a value of the wrong type and a number outside its field's bounds (``ge``, ``gt``,
+``le`` in the field's metadata, :func:`bounded`) are errors naming the file and the dotted key::
 
     params.yaml: sft.lora.rank: unknown key (sft.lora has: alpha, dropout, r, target_modules)
+    params.yaml: ast_filter.min_lines: must be >= 0, got -3
+
+The whole file is checked when a stage reads it (:func:`load_config`), whichever section it asks for:
+a top-level key that is no section of :data:`SECTIONS` (``ast_filtr: did you mean ast_filter?``) and a
+key given twice in one mapping (:func:`codethinker.params.load_yaml`: YAML would keep the last one
+silently) stop every stage before it writes anything. :meth:`ParamsFile.read` checks the sections only
+when given them: the flow and preflight read other projects' params files too (the ops tests' toy).
 
 The dataclass field defaults are the only defaults in code, and one rule ties them to params.yaml:
 **a field's default is its value for the** ``full`` **profile** (the library's scale, what a user
@@ -30,7 +38,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import functools
+import operator
 import os
 import types
 import typing
@@ -43,12 +53,14 @@ from codethinker.params import PROFILES, ParamsError, load_params, mirror_root, 
 
 __all__ = [
     "POLICY",
+    "SECTIONS",
     "BaseConfig",
     "ConfigError",
     "ModelConfig",
     "ParamsFile",
     "Section",
     "as_dict",
+    "bounded",
     "fill",
     "from_mapping",
     "inline",
@@ -58,6 +70,14 @@ __all__ = [
 
 T = TypeVar("T")
 POLICY = "models/base"  # the policy when model.base is not set: the bootstrap stage's tiny model
+# params.yaml's sections: the SECTION of every section class, and the Prefect flow's optional ``flow``
+# (tests/config/test_params_file.py keeps them equal); listed here so that reading the file imports no
+# stage's library code
+SECTIONS = (
+    *("base", "model", "fetch", "ast_filter", "gen_inputs", "synth", "exec_filter", "dedup", "contra_sft"),
+    *("codegen", "recode", "bootstrap", "sft", "grpo", "train_eval", "codegen_eval", "eval_truth", "evaluate"),
+    *("generalize", "flow"),
+)
 
 
 class ConfigError(ParamsError):
@@ -68,6 +88,19 @@ def inline(help: str) -> dict[str, Any]:
     """The metadata of a field whose class's keys sit in the section itself, not under the field's
     name: ``params: SFTParams = field(default_factory=SFTParams, metadata=inline("..."))``."""
     return {"help": help, "inline": True}
+
+
+def bounded(help: str, *, ge: float | None = None, gt: float | None = None, le: float | None = None) -> dict[str, Any]:
+    """The metadata of a numeric field with bounds the loader checks (``None``, where the type allows it,
+    is not checked): ``min_lines: int = field(default=5, metadata=bounded("...", ge=0))``."""
+    limits = {k: v for k, v in (("ge", ge), ("gt", gt), ("le", le)) if v is not None}
+    return {"help": help, **limits}
+
+
+def _closest(name: Any, known: Any) -> str | None:
+    """The one of ``known`` that ``name`` looks like a misspelling of (None: none is close)."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 @dataclass(frozen=True)
@@ -156,7 +189,11 @@ class ParamsFile:
     base: BaseConfig
 
     @classmethod
-    def read(cls, path: str | os.PathLike[str] = "params.yaml", profile: str | None = None) -> ParamsFile:
+    def read(
+        cls, path: str | os.PathLike[str] = "params.yaml", profile: str | None = None, *, sections: Any = None
+    ) -> ParamsFile:
+        """The file resolved for ``profile``; ``sections`` (the names it may hold, :data:`SECTIONS` for the
+        project's): any other top-level key is a :class:`ConfigError` (with "did you mean")."""
         p = Path(path)
         raw = load_params(p)
         base = raw.get("base") or {}
@@ -164,6 +201,9 @@ class ParamsFile:
         if not isinstance(base, dict) or name not in PROFILES:
             what = f"must be a mapping, got {_show(base)}" if not isinstance(base, dict) else f"got {name!r}"
             raise ConfigError(f"{p}: base.profile: must be one of {', '.join(PROFILES)}; {what}")
+        for key in [k for k in raw if k not in sections] if sections is not None else []:
+            hint = f"did you mean {c}?" if (c := _closest(key, sections)) else f"the sections: {', '.join(sections)}"
+            raise ConfigError(f"{p}: {key}: unknown section ({hint})")
         try:
             data = resolve_params(raw, profile)
         except ParamsError as exc:
@@ -196,8 +236,9 @@ class ParamsFile:
 def load_config(
     cls: type[T], path: str | os.PathLike[str] = "params.yaml", *, profile: str | None = None, missing_ok: bool = False
 ) -> T:
-    """Section ``cls.SECTION`` of ``path`` for ``profile`` (default: its ``base.profile``) as ``cls``."""
-    return ParamsFile.read(path, profile).section(cls, missing_ok=missing_ok)
+    """Section ``cls.SECTION`` of ``path`` for ``profile`` (default: its ``base.profile``) as ``cls``; every
+    top-level key of the file must be one of :data:`SECTIONS`."""
+    return ParamsFile.read(path, profile, sections=SECTIONS).section(cls, missing_ok=missing_ok)
 
 
 def policy_model(path: str | os.PathLike[str] = "params.yaml") -> str:
@@ -271,11 +312,14 @@ def _build(
     for key, value in data.items():
         if key in own:
             values[key] = _check(value, hints[key], origin, _join(where, key), _default(own[key], parent))
+            _check_bounds(values[key], own[key], origin, _join(where, key))
         elif key in owner:
             parts[owner[key]][key] = value
         else:
-            known = ", ".join(sorted(set(own) | set(owner)))
-            raise ConfigError(f"{_at(origin, _join(where, key))}: unknown key ({where or cls.__name__} has: {known})")
+            names = sorted(set(own) | set(owner))
+            hint = f"; did you mean {c}?" if (c := _closest(key, names)) else ""
+            has = f"{where or cls.__name__} has: {', '.join(names)}"
+            raise ConfigError(f"{_at(origin, _join(where, key))}: unknown key ({has}){hint}")
     for name, f in own.items():
         if name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{_at(origin, _join(where, name))}: missing key")
@@ -287,6 +331,16 @@ def _build(
         return cls(**values, **(extra or {}))
     except (ValueError, TypeError) as exc:  # the dataclass's own checks (__post_init__)
         raise ConfigError(f"{_at(origin, where)}: {exc}" if _at(origin, where) else str(exc)) from None
+
+
+def _check_bounds(value: Any, f: dataclasses.Field, origin: str, where: str) -> None:
+    """A :class:`ConfigError` when the number ``value`` is outside field ``f``'s :func:`bounded` limits."""
+    if type(value) not in (int, float):
+        return
+    for key, ok, sign in (("ge", operator.ge, ">="), ("gt", operator.gt, ">"), ("le", operator.le, "<=")):
+        limit = f.metadata.get(key)
+        if limit is not None and not ok(value, limit):  # NaN is within no bounds
+            raise ConfigError(f"{_at(origin, where)}: must be {sign} {limit}, got {value!r}")
 
 
 def _type_name(tp: Any) -> str:

@@ -17,7 +17,10 @@
   :class:`~pathlib.Path`. The paths are written once, as the arguments of the stage's ``cmd`` in
   ``dvc.yaml``, beside the same strings in its ``deps``/``outs``/``metrics``/``plots``
   (``tests/ops/test_stage_deps.py`` checks both directions); ``params.yaml`` holds parameters only.
-  ``python -m stages.<name> --help`` lists them.
+  ``python -m stages.<name> --help`` lists them. An input whose rows the stage turns into its outputs
+  is declared ``rows=True``: :meth:`StageArgs.parse` stops the stage when it is missing or empty
+  (:func:`codethinker.data.io.require_rows`: one line naming the file, exit 2), before anything is
+  written, so an empty upstream file never replaces the outputs with 0 rows.
 
 - :func:`stage_run` opens the stage's MLflow child run under the pipeline's parent run, logs the
   params, and on a normal exit logs what the stage declares in ``dvc.yaml`` exactly once: the
@@ -77,12 +80,14 @@ class PathArg:
     help: str
     many: bool = False
     made_by: str | None = None  # the stage that writes it: parse() stops when it is missing
+    rows: bool = False  # an input of rows: parse() stops when it is missing or empty
 
 
-def path(help: str, *, many: bool = False, made_by: str | None = None) -> PathArg:
+def path(help: str, *, many: bool = False, made_by: str | None = None, rows: bool = False) -> PathArg:
     """One path argument of a stage (required; a :class:`~pathlib.Path`, or a list of them if ``many``);
-    ``made_by``: the stage that writes it, named in the error when it is missing."""
-    return PathArg(help, many, made_by)
+    ``made_by``: the stage that writes it, named in the error when it is missing; ``rows``: an input whose
+    rows become the stage's outputs, refused when missing or empty."""
+    return PathArg(help, many, made_by, rows)
 
 
 @dataclass(frozen=True)
@@ -114,13 +119,18 @@ class StageArgs:
 
     def parse(self, argv: Sequence[str] | None = None) -> argparse.Namespace:
         """The arguments (``sys.argv[1:]`` when ``argv`` is None); a missing or unknown one exits 2 with usage,
-        a path another stage makes (``made_by``) that does not exist exits with the stage to run first."""
+        a path another stage makes (``made_by``) that does not exist exits with the stage to run first, an
+        input of rows (``rows``) that is missing or empty is a :class:`~codethinker.data.io.RecordError`."""
+        from codethinker.data.io import require_rows
+
         args = self.parser().parse_args(argv)
         for name, arg in self.paths.items():
             value = getattr(args, name)
             for p in value if arg.many else [value]:
                 if arg.made_by and not p.exists():
                     raise SystemExit(f"{self.name}: {p} is missing; run `dvc repro {arg.made_by}` first")
+                if arg.rows:
+                    require_rows(p)
         return args
 
 

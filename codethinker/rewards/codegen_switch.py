@@ -47,7 +47,7 @@ from codethinker.config.loader import from_mapping
 from codethinker.evaluation.codegen import PY_TAGS, fenced_blocks
 from codethinker.rewards.codegen import format_score, outcome_score
 from codethinker.rewards.recode import ProcessRewardModel, cg_scores, recode_program
-from codethinker.rewards.reflexicoder import ReflexiConfig, reflexicoder_score
+from codethinker.rewards.reflexicoder import ReflexiConfig, draft_outcomes, reflexicoder_score
 from codethinker.rewards.score import Score
 
 __all__ = [
@@ -79,10 +79,12 @@ _VERL_KEYS = ("fmt", "r_proc", "r_res", "reward", "rcs", "answer_ok")
 
 @dataclass(frozen=True)
 class CodegenScore:
-    """One completion's :class:`Score` and what a GRPO step logs beside it (``cycles``: ReflexiCoder's n)."""
+    """One completion's :class:`Score` and what a GRPO step logs beside it (``cycles``: ReflexiCoder's n;
+    ``pass_rates``: ReflexiCoder's pass rate of each answer, first draft first)."""
 
     score: Score
     cycles: int | None = None
+    pass_rates: tuple[float, ...] = ()
 
     def log(self) -> dict[str, float]:
         out = {"reward": self.score.reward, "pass_rate": float(self.score.pass_rate or 0.0)}
@@ -152,7 +154,7 @@ def _reflexicoder(spec: CodegenRewardSpec, completions: Sequence[str], problems:
     for i, t in enumerate(trajectories):
         rates = [next(verdicts).pass_rate for _ in t.programs]
         r = reflexicoder_score(t, rates, config, row=i)
-        out.append(CodegenScore(r.score, r.cycles))
+        out.append(CodegenScore(r.score, r.cycles, r.pass_rates))
     return out
 
 
@@ -315,7 +317,8 @@ def compute_score(
     reward_model: str | None = None,
 ) -> dict[str, Any]:
     """verl's reward of one response for a code-generation kind: ``score`` and its parts (``pass_rate``;
-    ``cycles`` for ReflexiCoder). Settings from the keywords, else from ``extra_info``."""
+    ``cycles`` and the draft outcomes, :func:`~codethinker.rewards.reflexicoder.draft_outcomes`, for
+    ReflexiCoder). Settings from the keywords, else from ``extra_info``."""
     info = dict(extra_info or {})
     spec = codegen_spec(
         reward or info.get("reward") or "codegen_outcome",
@@ -328,4 +331,5 @@ def compute_score(
     result.update(score=out.score.reward, pass_rate=float(out.score.pass_rate or 0.0))
     if out.cycles is not None:
         result["cycles"] = out.cycles
+        result.update(draft_outcomes(out.pass_rates))
     return result

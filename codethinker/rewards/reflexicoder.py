@@ -1,4 +1,4 @@
-"""ReflexiCoder's composite reward (issue 14, seed 004; definitions read in docs/reflexicoder.md).
+"""ReflexiCoder's composite reward (the seed's definitions and the public code's values, docs/reflexicoder.md).
 
 A response (:mod:`codethinker.codegen.reflexion`) has ``n >= 1`` reflection cycles and ``n + 1``
 answers with quality scores ``r_0 .. r_n``: each answer's test pass rate in [0, 1], given by the
@@ -20,6 +20,12 @@ returns a :class:`ReflexiScore`, the project's :class:`~codethinker.rewards.scor
 ``pass_rate`` = r_n, ``answer_ok`` = [r_n = 1], ``reason`` why the format is broken) beside the
 components (``cycles``, ``p_n``, ``r_traj``, ``efficiency``, ``signals``); :meth:`ReflexiScore.log`
 flattens them for the GRPO logs.
+
+The formula pays a fix more than a right first answer: E's second term ``(r_n - r_0) / ...`` and a full
+improvement signal (``m = tanh(10)``) go to a wrong first draft fixed in revision (pass rates [0, 1]:
+3.75), a right answer kept right gets neither, only ``h_pos`` ([1, 1]: 2.5125). It is kept as published;
+:func:`draft_outcomes` (``first_pass1``, ``fail_then_pass``, ``pass_then_pass``, ``pass_then_fail``, in
+``codegen_eval``'s metrics) measures whether a policy trained on it sandbags its first draft.
 
 >>> from codethinker.codegen.reflexion import render_response
 >>> good = render_response("plan", ["x = 0\\n", "x = 1\\n"], ["STATUS: BUG_DETECTED\\nwrong"])
@@ -43,11 +49,13 @@ from codethinker.codegen.task import CodegenProblem
 from codethinker.rewards.score import Score
 
 __all__ = [
+    "DRAFT_METRICS",
     "TERMINALS",
     "ReflexiConfig",
     "ReflexiScore",
     "answer_pass_rates",
     "cycle_regulation",
+    "draft_outcomes",
     "efficiency_reward",
     "improvement_signals",
     "reflexicoder_rewards",
@@ -58,6 +66,7 @@ __all__ = [
 ]
 
 TERMINALS = ("score", "solved")
+DRAFT_METRICS = ("first_pass1", "fail_then_pass", "pass_then_pass", "pass_then_fail")
 
 
 @dataclass(frozen=True)
@@ -262,6 +271,23 @@ def reflexicoder_rewards(
 ) -> list[float]:
     """The reward of each completion (TRL's ``reward_fn`` shape)."""
     return [s.reward for s in reflexicoder_scores(completions, pass_rates, config)]
+
+
+def draft_outcomes(pass_rates: Sequence[float]) -> dict[str, float]:
+    """How a response's first answer (the first draft) and its last one (the final revision) fare, as
+    :data:`DRAFT_METRICS`: ``first_pass1`` [r_0 = 1], ``fail_then_pass`` [r_0 < 1 and r_n = 1] (fixed in
+    revision), ``pass_then_pass`` [r_0 = 1 and r_n = 1], ``pass_then_fail`` [r_0 = 1 and r_n < 1]. No pass
+    rates (a broken response): all 0. A policy that sandbags its first draft has ``fail_then_pass`` near its
+    pass@1 and ``pass_then_pass`` near 0.
+
+    >>> draft_outcomes([0.0, 1.0]), draft_outcomes([1.0, 0.5, 1.0])["pass_then_pass"]
+    ({'first_pass1': 0.0, 'fail_then_pass': 1.0, 'pass_then_pass': 0.0, 'pass_then_fail': 0.0}, 1.0)
+    """
+    if not pass_rates:
+        return dict.fromkeys(DRAFT_METRICS, 0.0)
+    first, last = pass_rates[0] >= 1.0, pass_rates[-1] >= 1.0
+    values = (first, not first and last, first and last, first and not last)
+    return {k: float(v) for k, v in zip(DRAFT_METRICS, values, strict=True)}
 
 
 def answer_pass_rates(

@@ -153,12 +153,14 @@ def compute_score(
     whitebox: Mapping[str, Any] | None = None,
     reflexicoder: Mapping[str, Any] | None = None,
     judge: Mapping[str, Any] | None = None,
+    reward_model: str | None = None,
 ) -> dict[str, Any]:
     """verl's reward entry point for any kind: ``score`` plus its parts (the same keys for every kind,
     ``wb_acc`` added for ``whitebox``). The kind and settings come from the keywords (verl's
     ``reward_kwargs``), else from ``extra_info`` (``reward``, ``crm``, ``whitebox``), else CRM. A
-    code-generation kind (``codegen_outcome``, ``reflexicoder``, ``cg_grpo``, ``cg_grpo_ungated``) goes to
-    :func:`codethinker.rewards.codegen_switch.compute_score` (the truth is the problem's JSON)."""
+    code-generation kind (``codegen_outcome``, ``reflexicoder``, ``cg_grpo``, ``cg_grpo_ungated``,
+    ``recode_outcome``) goes to :func:`codethinker.rewards.codegen_switch.compute_score` with ``reflexicoder``,
+    ``judge`` and ``reward_model`` (the truth is the problem's JSON)."""
     info = dict(extra_info or {})
     kind = reward or info.get("reward")
     if kind is not None and kind not in REWARDS:
@@ -166,7 +168,7 @@ def compute_score(
 
         if kind in codegen_switch.CODEGEN_REWARDS:
             return codegen_switch.compute_score(
-                data_source, solution_str, ground_truth, extra_info, kind, reflexicoder, judge
+                data_source, solution_str, ground_truth, extra_info, kind, reflexicoder, judge, reward_model
             )
     spec = reward_spec(
         reward or info.get("reward"),

@@ -9,9 +9,11 @@ The run's reward travels as keyword arguments, which verl binds to every call fr
 ``reward.custom_reward_function.reward_kwargs`` (verl 0.9.1's ``get_custom_reward_fn`` passes
 ``reward_kwargs`` as keyword arguments; the launcher writes them,
 :func:`codethinker.training.grpo_verl.reward_kwargs`): ``reward`` (``crm`` | ``orm`` | ``whitebox``, or a
-code-generation kind: ``codegen_outcome`` | ``reflexicoder`` | ``cg_grpo`` | ``cg_grpo_ungated``,
-:mod:`codethinker.rewards.switch`), ``crm`` (a dict of :class:`codethinker.rewards.crm.CRMConfig`
-fields, the ablation switches) and ``whitebox`` (``a``, ``k``). The config travels with the job to
+code-generation kind: ``codegen_outcome`` | ``reflexicoder`` | ``cg_grpo`` | ``cg_grpo_ungated`` |
+``recode_outcome``, :mod:`codethinker.rewards.switch`), ``crm`` (a dict of
+:class:`codethinker.rewards.crm.CRMConfig` fields, the ablation switches), ``whitebox`` (``a``, ``k``),
+and for a code-generation kind ``reflexicoder``, ``judge`` and ``reward_model`` (the CRPL reward model's
+absolute path, which ``cg_grpo`` / ``cg_grpo_ungated`` score with). The config travels with the job to
 every Ray worker, unlike an environment variable of the launching shell. Without them, a per-sample
 ``extra_info["reward"]`` / ``["crm"]`` / ``["whitebox"]`` is used, else the full CRM.
 
@@ -47,14 +49,15 @@ def compute_score(
     whitebox: Mapping[str, Any] | None = None,
     reflexicoder: Mapping[str, Any] | None = None,
     judge: Mapping[str, Any] | None = None,
+    reward_model: str | None = None,
     **_: Any,
 ) -> dict[str, Any]:
     """The run's reward and its parts (``score``, ``r_proc``, ``r_res``, ``fmt``, ``rcs``, ...).
 
     ``reward``, ``crm``, ``whitebox``: the run's reward kind and settings (from verl's
     ``reward_kwargs``); they take precedence over the same keys of ``extra_info``. ``reflexicoder``,
-    ``judge``: a code-generation kind's settings (:mod:`codethinker.rewards.codegen_switch`).
+    ``judge``, ``reward_model``: a code-generation kind's settings (:mod:`codethinker.rewards.codegen_switch`).
     """
     return _switch.compute_score(
-        data_source, solution_str, ground_truth, extra_info, reward, crm, whitebox, reflexicoder, judge
+        data_source, solution_str, ground_truth, extra_info, reward, crm, whitebox, reflexicoder, judge, reward_model
     )

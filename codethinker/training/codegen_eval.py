@@ -1,5 +1,8 @@
 """The code-generation policy on the held-out problems (stage ``codegen_eval``, docs/codegen.md "GRPO
-recipes"): pass@1, tokens per answer, the format-valid rate and, for ReflexiCoder, the reflection cycles.
+recipes"): pass@1, tokens per answer, the format-valid rate and, for ReflexiCoder, the reflection cycles and
+how the first draft and the final revision fare (:func:`~codethinker.rewards.reflexicoder.draft_outcomes`:
+``first_pass1``, ``fail_then_pass``, ``pass_then_pass``, ``pass_then_fail``; the reward pays a fixed wrong
+draft more than a right one kept right, so these show whether a policy sandbags its first draft).
 
 Each model (``after_sft``, ``after_grpo``) answers every held-out problem of codegen_data (``split``
 heldout) ``samples`` times in the prompt format of the reward GRPO trained with (``grpo.reward``; one
@@ -108,7 +111,9 @@ def reference_budget(model: str | Path, problems: list[Any], answer_format: str,
 
 def score_answers(spec: Any, problems: list[Any], answers: list[list[Any]]) -> list[dict[str, float]]:
     """Per problem, the mean over its answers (engine :class:`~codethinker.engines.base.Completion`) of
-    :data:`CODEGEN_METRICS` (and ``cycles`` for ReflexiCoder); every answer judged in one sandbox."""
+    :data:`CODEGEN_METRICS` (and for ReflexiCoder ``cycles`` and the draft outcomes,
+    :data:`~codethinker.rewards.reflexicoder.DRAFT_METRICS`); every answer judged in one sandbox."""
+    from codethinker.rewards.reflexicoder import DRAFT_METRICS, draft_outcomes
 
     flat = [(q, c) for q, comps in zip(problems, answers, strict=True) for c in comps]
     scored = iter(spec.score_batch([c.text for _, c in flat], [json.dumps(q.to_json()) for q, _ in flat]))
@@ -116,7 +121,7 @@ def score_answers(spec: Any, problems: list[Any], answers: list[list[Any]]) -> l
     for comps in answers:
         vals: dict[str, float] = dict.fromkeys(CODEGEN_METRICS, 0.0)
         if spec.format == "reflexion":
-            vals["cycles"] = 0.0
+            vals.update(dict.fromkeys(("cycles", *DRAFT_METRICS), 0.0))
         for c in comps:
             s = next(scored)
             vals["pass1"] += s.score.answer_ok
@@ -127,6 +132,8 @@ def score_answers(spec: Any, problems: list[Any], answers: list[list[Any]]) -> l
             vals["truncated"] += float(c.finish_reason == "length")
             if "cycles" in vals:
                 vals["cycles"] += float(s.cycles or 0)
+                for k, v in draft_outcomes(s.pass_rates).items():
+                    vals[k] += v
         out.append({k: v / max(len(comps), 1) for k, v in vals.items()})
     return out
 

@@ -7,7 +7,8 @@ response budget, the batched reward of the local backend and verl's data.
 - :func:`codegen_budget`: ``rollout.max_completion_tokens: auto`` = 1.25 x the longest reference solution of
   the rows as an answer, twice for ReflexiCoder's at least two answers.
 - :class:`CodegenRewardFunc`: TRL's reward function; ONE judge call per batch (a step's completions);
-  per step the reward of the regular and the DBS samples, the pass rate and, for ReflexiCoder, the cycles.
+  per step the reward of the regular and the DBS samples, the pass rate and, for ReflexiCoder, the cycles
+  and how first drafts and last answers fare (:data:`~codethinker.rewards.reflexicoder.DRAFT_METRICS`).
 - :func:`write_codegen_data`: the rows in verl's parquet schema (``data_source`` ``leetcode_codegen``,
   ``reward_model.ground_truth`` the problem's JSON, ``extra_info.reward``).
 
@@ -90,7 +91,11 @@ class CodegenRewardFunc(RewardFunc):
             out["pass_rate"] = sum(float(e.score.pass_rate or 0.0) for e in extra) / n
             out["answer_acc"] = sum(e.score.answer_ok for e in extra) / n
             if self.spec.format == "reflexion":
+                from codethinker.rewards.reflexicoder import DRAFT_METRICS, draft_outcomes
+
                 out["cycles"] = sum(e.cycles or 0 for e in extra) / n  # a broken response counts 0 cycles
+                drafts = [draft_outcomes(e.pass_rates) for e in extra]  # does the policy sandbag its first draft?
+                out.update({k: sum(d[k] for d in drafts) / n for k in DRAFT_METRICS})
         return out
 
 

@@ -20,7 +20,7 @@ agent-loop file), runs ``python -m verl.trainer.main_ppo`` with them (``$VERL_PY
   node the reward runs (an environment variable would not reach Ray workers started with ``ray start``).
 - Task ``codegen`` (``grpo.task``): the training problems of codegen_data as a parquet
   (:func:`codethinker.training.grpo_codegen.write_codegen_data`), the code-generation kind and its settings in
-  ``reward_kwargs``, and the agent loop's DBS prefix score named by ``prefix_scorer``.
+  ``reward_kwargs`` (ReCode's kinds: ``reward_model``, the CRPL model's absolute path), and the DBS prefix score.
 - Data: for ``crm`` the GRPO parquet as it is (its ``prompt`` is the ConTra prompt); for a baseline
   reward (``orm``, ``whitebox``) a copy with that reward's prompt rendered from each row's truth and
   ``extra_info.reward`` set, ``<out>/verl/grpo_train.<reward>.parquet`` (:func:`write_reward_data`).
@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -126,6 +127,11 @@ def _hydra_dict(d: Mapping[str, Any]) -> str:
     return "{" + ",".join(f"{k}:{_hydra_value(d[k])}" for k in sorted(d)) + "}"
 
 
+def _hydra_str(text: str) -> str:
+    """``text`` quoted for hydra (a quote and the backslashes before a quote or the end escaped)."""
+    return "'" + re.sub(r"(\\*)('|$)", lambda m: m[1] * 2 + ("\\'" if m[2] else ""), text) + "'"
+
+
 def crm_reward_kwargs(crm: Mapping[str, Any]) -> str:
     """The hydra override that binds the CRM switches to every ``compute_score`` call verl makes.
 
@@ -160,8 +166,12 @@ def reward_kwargs(p: GRPOParams) -> str:
     """
     spec = p.reward_spec()
     parts = [f"reward:{spec.kind}"]
-    if p.task == "codegen":  # the kind, ReflexiCoder's coefficients, the judge's limits
-        parts += [f"{k}:{_hydra_dict(v)}" for k, v in spec.kwargs().items() if k != "reward"]
+    if p.task == "codegen":  # the kind, ReflexiCoder's coefficients, the judge's limits, the CRPL model's folder
+        kw = {k: v for k, v in spec.kwargs().items() if k != "reward"}  # reward_model: absolute for every node
+        parts += [
+            f"{k}:{_hydra_str(str(Path(v).resolve())) if k == 'reward_model' else _hydra_dict(v)}"
+            for k, v in kw.items()
+        ]
     elif spec.kind == "crm":
         parts.append("crm:" + _hydra_dict(p.crm))
     elif spec.kind == "whitebox":
@@ -327,17 +337,9 @@ def export_verl_model(
     """``<out>/adapter`` and ``<out>/merged`` from verl's last checkpoint, in the verl environment
     (``python -m codethinker.training.verl_merge``: verl's own merger, then the adapter merged into
     ``model``); returns what it wrote."""
-    cmd = [
-        verl_python(python),
-        "-m",
-        "codethinker.training.verl_merge",
-        "--checkpoints",
-        str(Path(checkpoints).resolve()),
-        "--out",
-        str(Path(out).resolve()),
-        "--base",
-        model_ref(model),
-    ]
+    cmd = [verl_python(python), "-m", "codethinker.training.verl_merge"]
+    cmd += ["--checkpoints", str(Path(checkpoints).resolve()), "--out", str(Path(out).resolve())]
+    cmd += ["--base", model_ref(model)]
     res = subprocess.run(cmd, env=dict(env) if env is not None else None, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"exporting the verl checkpoint failed ({shlex.join(cmd)}):\n{res.stderr[-4000:]}")
