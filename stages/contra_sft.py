@@ -27,6 +27,7 @@ from codethinker.data.funnel import build_funnel, funnel_markdown
 from codethinker.data.io import atomic_write, read_jsonl, write_json, write_jsonl
 from codethinker.data.llm import ChatClient
 from codethinker.data.sft import extract_traces, grpo_record, sft_record, split_by_function
+from codethinker.data.shapes import overlap_audit, split_generated
 from codethinker.data.synth import sample_source
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 
@@ -50,38 +51,37 @@ def _parquet(path: Path, rows: list[dict]) -> None:
         pd.DataFrame(rows).to_parquet(fh, index=False)
 
 
-def split_synth(samples: list[dict], seed: int, n_eval: int, n_grpo: int) -> tuple[list, list, list]:
-    """Generated programs: (SFT, GRPO, held-out) by function; held-out and GRPO take the first
-    ``n_eval`` and the next ``n_grpo`` functions in an order fixed by (seed, task_id)."""
-    order, _ = split_by_function(samples, seed, halves=1)
-    fns = list(dict.fromkeys(s["task_id"] for s in order))
-    held, grpo = set(fns[:n_eval]), set(fns[n_eval : n_eval + n_grpo])
-    pick = lambda keep: [s for s in order if keep(s["task_id"])]  # noqa: E731
-    return pick(lambda t: t not in held and t not in grpo), pick(grpo.__contains__), pick(held.__contains__)
-
-
 def run(cfg: ContraSFTConfig, paths: argparse.Namespace) -> dict:
     seed = cfg.base.seed
     prompt = cfg.prompt
     samples = read_jsonl(paths.samples, {"id": str, "task_id": str, "truth": str})
     synth = [s for s in samples if sample_source(s) == "synth"]
-    synth_sft, synth_grpo, synth_eval = split_synth(synth, seed, cfg.synth_split.eval, cfg.synth_split.grpo)
-    sft_half, grpo_half = split_by_function([s for s in samples if sample_source(s) == "leetcode"], seed)
-    sft_half = synth_sft + sft_half
+    leetcode = [s for s in samples if sample_source(s) == "leetcode"]
+    n = cfg.synth_split
+    split = split_generated(synth, seed, n.eval, n.in_distribution, n.grpo, others=(s["code"] for s in leetcode))
+    sft_half, grpo_half = split_by_function(leetcode, seed)
+    sft_half = split["sft"] + sft_half
     teacher = cfg.teacher
     flows = [Flow.from_json(s["truth"]) for s in sft_half]
     traces, rejected, llm_stats = _teacher_traces(cfg, flows)
     sft_rows = [sft_record(s, f, t, prompt) for s, f, t in zip(sft_half, flows, traces, strict=True) if t is not None]
-    # Held-out GRPO prompts: whole functions, the first ones of the GRPO half's order.
+    # Held-out LeetCode prompts: whole functions, the first ones of the GRPO half's order.
     n_eval = cfg.eval_functions
     grpo_fns = list(dict.fromkeys(s["task_id"] for s in grpo_half))
     held = set(grpo_fns[:n_eval])
     src = cfg.data_source
-    train = synth_grpo + [s for s in grpo_half if s["task_id"] not in held]
-    evals = synth_eval + [s for s in grpo_half if s["task_id"] in held]
+    train = split["grpo"] + [s for s in grpo_half if s["task_id"] not in held]
+    heldout = {
+        "shape_disjoint": split["shape_disjoint"],
+        "in_distribution": split["in_distribution"],
+        "leetcode": [s for s in grpo_half if s["task_id"] in held],
+    }
+    evals = [(kind, s) for kind, rows in heldout.items() for s in rows]
     write_jsonl(paths.sft, sft_rows)
     _parquet(paths.grpo_train, [grpo_record(s, src, "train", i, prompt) for i, s in enumerate(train)])
-    _parquet(paths.grpo_eval, [grpo_record(s, src, "eval", i, prompt) for i, s in enumerate(evals)])
+    eval_rows = [grpo_record(s, src, "eval", i, prompt, heldout=kind) for i, (kind, s) in enumerate(evals)]
+    _parquet(paths.grpo_eval, eval_rows)
+    trained = [s for s, t in zip(sft_half, traces, strict=True) if t is not None] + train
     by_source = lambda rows: {k: sum(sample_source(r) == k for r in rows) for k in ("synth", "leetcode")}  # noqa: E731
     metrics = {
         "teacher": teacher,
@@ -89,7 +89,9 @@ def run(cfg: ContraSFTConfig, paths: argparse.Namespace) -> dict:
         "samples_in": len(samples),
         "sft_by_source": by_source(sft_rows),
         "grpo_train_by_source": by_source(train),
-        "grpo_eval_by_source": by_source(evals),
+        "grpo_eval_by_source": by_source([s for _, s in evals]),
+        "heldout": {k: {"n": len(rows), "functions": len({s["task_id"] for s in rows})} for k, rows in heldout.items()},
+        "overlap": overlap_audit(heldout, trained),
         "sft_candidates": len(sft_half),
         "traces": len(sft_rows),
         "rejected": dict(rejected.most_common()),

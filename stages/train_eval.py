@@ -1,32 +1,37 @@
 """Stage train_eval: the policy before SFT, after SFT and after GRPO on held-out GRPO prompts.
 
-Run: ``python -m stages.train_eval --data data/contra_sft/grpo_eval.parquet --metrics metrics/train_eval.json``
-(its cmd in dvc.yaml: ``dvc repro train_eval``). Reads ``params.yaml`` ``train_eval`` (``models``: the policy of
-each phase), ``model.base`` and the reward GRPO trained with (``grpo.reward``, ``grpo.whitebox``): the held-out
-prompts are put in that reward's format and scored with it. Input: the held-out GRPO prompts (functions held out
-of SFT and GRPO training). Writes the DVC metrics (``reward_kind``, ``prompt_format``; per phase and
-source: format-valid rate, mean reward, RCS, answer accuracy, truncated share, mean response tokens,
-each with its 95% bootstrap interval; the paired interval of GRPO - SFT) and logs them to MLflow as the
-``train_eval`` child run.
+Run: ``python -m stages.train_eval --data data/contra_sft/grpo_eval.parquet --metrics metrics/train_eval.json
+--answers data/train_eval/answers.jsonl.gz`` (its cmd in dvc.yaml: ``dvc repro train_eval``). Reads
+``params.yaml`` ``train_eval`` (``models``: the policy of each phase), ``model.base`` and the reward GRPO
+trained with (``grpo.reward``, ``grpo.whitebox``): the held-out prompts are put in that reward's format and
+scored with it. Input: the held-out GRPO prompts (functions held out of SFT and GRPO training). Writes every
+answer with its score's parts, so that anyone can re-score it, and the DVC metrics (``reward_kind``,
+``prompt_format``; per phase and held-out set (shape_disjoint, in_distribution, leetcode): format-valid
+rate, mean reward, RCS, answer accuracy, truncated share, mean response tokens, each with its 95% bootstrap
+interval; the paired interval of GRPO - SFT) and logs them to MLflow as the ``train_eval`` child run.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
+
 from codethinker.config import load_config
 from codethinker.config.grpo import TrainEvalConfig
-from codethinker.data.io import write_json
+from codethinker.data.io import atomic_write, write_json
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.training.grpo import load_grpo_rows
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
 from codethinker.training.train_eval import run_train_eval
 
-SOURCES = ("synth", "leetcode")
+SOURCES = ("shape_disjoint", "in_distribution", "leetcode", "synth")  # held-out sets (older runs: sources)
 ARGS = stage_args(
     "train_eval",
     __doc__,
     data=path("the held-out GRPO prompts (verl's parquet schema)", rows=True),
-    metrics=path("per phase and source: the means and their 95% intervals (JSON)"),
+    metrics=path("per phase and held-out set: the means and their 95% intervals (JSON)"),
+    answers=path("every scored answer: model, pass, prompt id and set, text, score parts (gzipped JSONL)"),
 )
 
 
@@ -36,11 +41,13 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_config(TrainEvalConfig)  # reward, whitebox: grpo's (the reward the policy was trained with)
     models, p = dict(cfg.models), cfg.params
     rows, _ = load_grpo_rows(paths.data)
-    with stage_run("train_eval", cfg.as_dict()):
-        try:
-            result = run_train_eval(models, rows, p)
-        except KVCacheError as exc:  # the machine cannot give the engine's KV cache
-            raise SystemExit(f"train_eval: {exc}") from None
+    with stage_run("train_eval", cfg.as_dict()), atomic_write(paths.answers, "wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:  # mtime 0: the same answers, the same bytes
+            write = lambda a: gz.write((json.dumps(a, ensure_ascii=False) + "\n").encode())  # noqa: E731
+            try:
+                result = run_train_eval(models, rows, p, write)
+            except KVCacheError as exc:  # the machine cannot give the engine's KV cache
+                raise SystemExit(f"train_eval: {exc}") from None
         write_json(paths.metrics, result)
     print(summary(result))
 

@@ -111,7 +111,14 @@ class DedupConfig(Section):
 
 @dataclass(frozen=True)
 class SynthSplit:
-    eval: int = field(default=400, metadata=bounded("generated functions held out for train_eval", ge=0))
+    eval: int = field(
+        default=400,
+        metadata=bounded("generated functions held out by shape (no program of their shapes trains)", ge=0),
+    )
+    in_distribution: int = field(
+        default=200,
+        metadata=bounded("generated functions held out by function among the other shapes (shapes that train)", ge=0),
+    )
     grpo: int = field(default=1000, metadata=bounded("generated functions given to GRPO (the rest: SFT)", ge=0))
 
 

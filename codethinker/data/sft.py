@@ -305,9 +305,10 @@ def sft_record(sample: dict[str, Any], flow: Flow, trace: str, prompt: str = "in
 
 
 def grpo_record(
-    sample: dict[str, Any], data_source: str, split: str, index: int, prompt: str = "instruct"
+    sample: dict[str, Any], data_source: str, split: str, index: int, prompt: str = "instruct", heldout: str = ""
 ) -> dict[str, Any]:
-    """One row of verl's RL parquet schema; the reward reads ``reward_model.ground_truth``."""
+    """One row of verl's RL parquet schema; the reward reads ``reward_model.ground_truth``. ``heldout``:
+    which held-out set an evaluation row belongs to (``shape_disjoint``, ``in_distribution``, ``leetcode``)."""
     return {
         "data_source": data_source,
         "prompt": render_prompt(Flow.from_json(sample["truth"]), prompt),
@@ -319,6 +320,7 @@ def grpo_record(
             "source": sample_source(sample),
             "split": split,
             "index": index,
+            "heldout": heldout,
         },
     }
 

@@ -153,21 +153,27 @@ def _reference(data: list[dict[str, Any]]) -> dict[str, Any]:
     return {}
 
 
-def collect(exp_show: list[dict[str, Any]] | str, source: str = "synth") -> dict[str, dict[int, dict[str, Any]]]:
+HEADLINE = ("shape_disjoint", "synth")  # train_eval's headline set; runs written before held-out sets: "synth"
+
+
+def collect(exp_show: list[dict[str, Any]] | str, source: str | None = None) -> dict[str, dict[int, dict[str, Any]]]:
     """``{variant: {seed: {"name", "after_grpo": summary, "after_sft": summary}}}`` from ``dvc exp show
-    --json``; a (variant, seed) seen twice keeps the first listed (DVC lists the newest first). Experiments
-    whose params differ from their commit's beyond the table's switches (:func:`same_setup`) are left out."""
+    --json`` on the held-out set ``source`` (None: the first of :data:`HEADLINE` an experiment has); a
+    (variant, seed) seen twice keeps the first listed (DVC lists the newest first). Experiments whose params
+    differ from their commit's beyond the table's switches (:func:`same_setup`) are left out."""
     data = json.loads(exp_show) if isinstance(exp_show, str) else exp_show
     reference = _reference(data)
     out: dict[str, dict[int, dict[str, Any]]] = {}
     for name, params, metrics in exp_runs(data, "metrics/train_eval.json"):
-        grpo_m = (metrics.get("after_grpo") or {}).get(source)
+        after = metrics.get("after_grpo") or {}
+        src = source or next((k for k in HEADLINE if k in after), HEADLINE[0])
+        grpo_m = after.get(src)
         variant = variant_of(params)
         if variant is None or not grpo_m or not same_setup(params, reference):
             continue
         if metrics.get("reward_kind", "crm") != (dotted(params, "grpo.reward") or "crm"):
             continue  # scored with another reward than the params say (metrics of an older run)
-        sft_m = (metrics.get("after_sft") or {}).get(source)
+        sft_m = (metrics.get("after_sft") or {}).get(src)
         entry = {"name": name, "after_grpo": grpo_m, "after_sft": sft_m}
         out.setdefault(variant, {}).setdefault(grpo_seed(params), entry)
     return out

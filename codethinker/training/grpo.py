@@ -303,10 +303,9 @@ def resolve_reward(p: GRPOParams) -> GRPOParams:
 def load_grpo_rows(
     path: str | Path, model: str | Path | None = None, p: GRPOParams | None = None, reward: Any = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """Rows ``{"id", "source", "prompt", "truth"}`` from the GRPO parquet (only ``p.sources``), each
-    prompt in the format of the reward (``reward``: a :class:`~codethinker.rewards.switch.RewardSpec`,
-    else ``p``'s, else the row's ConTra prompt); prompts longer than ``p.max_prompt_tokens`` are dropped
-    (their count is returned too)."""
+    """Rows ``{"id", "source", "heldout", "task_id", "prompt", "truth"}`` from the GRPO parquet (only
+    ``p.sources``), each prompt in the reward's format (``reward``: a ``RewardSpec``, else ``p``'s, else
+    the row's ConTra prompt); prompts over ``p.max_prompt_tokens`` dropped (their count returned too)."""
     if p is not None and p.task == "codegen":  # codegen_data's training problems
         from codethinker.training.grpo_codegen import load_codegen_rows
 
@@ -322,6 +321,7 @@ def load_grpo_rows(
             {
                 "id": extra.get("id", str(len(rows))),
                 "source": extra.get("source", "leetcode"),
+                **{k: extra.get(k) or "" for k in ("heldout", "task_id")},
                 "prompt": rec["prompt"],
                 "truth": rec["reward_model"]["ground_truth"],
             }

@@ -1,8 +1,10 @@
 """Before SFT / after SFT / after GRPO on held-out GRPO prompts: format-valid rate, mean reward,
 RCS, answer accuracy, the share of answers cut by the token limit and mean response tokens
 (one greedy response per prompt unless ``samples`` > 1), each with a 95% bootstrap interval over
-prompts, reported per source (``synth``: held-out generated programs; ``leetcode``: held-out
-LeetCode functions), and the paired interval of the reward change after GRPO vs after SFT.
+prompts, reported per held-out set (``shape_disjoint``: generated programs whose shapes never train;
+``in_distribution``: generated programs of shapes that do; ``leetcode``: held-out LeetCode functions; a row
+written without a set is counted under its source), and the paired interval of the reward change after
+GRPO vs after SFT.
 
 The reward and the prompt format are the ones GRPO trained with (``reward``: ``crm`` with the row's
 ConTra prompt, ``orm`` with the vanilla prompt, ``whitebox`` with the white-box prompt;
@@ -15,8 +17,9 @@ an answer that is no ConTra trace).
 The response limit ``max_tokens: auto`` comes from the truths, per source: the longest ground-truth
 trace among that source's evaluated prompts in the model's tokens (with the template teacher's
 thoughts, or empty ones for a policy trained on ``contra_sft.teacher: none``), x 1.25; so short
-generated programs are not given LeetCode's limit. ``max_prompts`` caps each source (a number for
-all, or ``{source: n}``).
+generated programs are not given LeetCode's limit. ``max_prompts`` caps each set (a number for
+all, or ``{set: n}``), its prompts taken one function at a time (the first input of each function, then
+the second, ...), so 30 LeetCode prompts are 30 functions where the set has them.
 
 Models are evaluated one after another, so only one is in memory at a time: vLLM (where it runs) starts
 once and takes each next model's weights in place when that model has the same architecture and tokenizer
@@ -30,6 +33,7 @@ than a fresh engine on CPU); other models, and transformers' generate, get a fre
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +47,7 @@ HF_BATCH = 64  # prompts per generate call of the transformers engine
 @dataclass
 class EvalParams:
     max_prompts: int | dict[str, int] | None = field(
-        default=None, metadata={"help": "first N held-out prompts of each source, or {source: N} (None: all)"}
+        default=None, metadata={"help": "first N held-out prompts of each set, or {set: N} (None: all)"}
     )
     max_tokens: int | str = field(
         default=4096,
@@ -118,8 +122,9 @@ METRICS = ("fmt_rate", "reward", "rcs", "answer_acc", "truncated", "response_tok
 
 
 def source_of(row: dict[str, Any]) -> str:
-    """The row's source (``synth`` / ``leetcode``); rows written before sources existed are LeetCode."""
-    return str(row.get("source", "leetcode"))
+    """The row's held-out set (``shape_disjoint``, ``in_distribution``, ``leetcode``), else its source
+    (``synth`` / ``leetcode``); rows written before sources existed are LeetCode."""
+    return str(row.get("heldout") or row.get("source", "leetcode"))
 
 
 def by_source(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
@@ -142,9 +147,16 @@ def truth_token_budget(tok: Any, rows: list[dict[str, Any]], thoughts: bool = Tr
     return max(16, int(longest * margin) + 8)  # + the closing tags' slack
 
 
-def score_prompts(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int) -> list[dict[str, float]]:
+Answers = Callable[[dict[str, Any]], None]  # receives every scored answer (:func:`score_prompts`)
+
+
+def score_prompts(
+    engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int, answers: Answers | None = None
+) -> list[dict[str, float]]:
     """One dict of :data:`METRICS` per prompt (the mean over its ``samples`` answers), scored with
-    ``p``'s reward; the rows' prompts must be in its format (:func:`run_train_eval` sees to it)."""
+    ``p``'s reward; the rows' prompts must be in its format (:func:`run_train_eval` sees to it). ``answers``
+    receives each answer: the prompt's ``id`` and ``set``, its index ``k``, its ``text`` and its score's
+    parts (``fmt``, ``r_proc``, ``r_res``, ``reward``, ``rcs``, ``answer_ok``, ``finish``, ``tokens``)."""
     from codethinker.contra.tracer import Flow
 
     spec = p.reward_spec()
@@ -156,8 +168,14 @@ def score_prompts(engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_to
     for row, comps in zip(rows, outs, strict=True):
         flow = Flow.from_json(row["truth"])
         vals = {k: 0.0 for k in METRICS}
-        for c in comps:
+        for k, c in enumerate(comps):
             s = spec.score(c.text, flow)
+            if answers is not None:
+                parts = {f: getattr(s, f) for f in ("fmt", "r_proc", "r_res", "reward", "rcs", "answer_ok")}
+                answers(
+                    {"id": row["id"], "set": source_of(row), "k": k, "text": c.text, **parts}
+                    | {"finish": c.finish_reason, "tokens": c.n_tokens}
+                )
             vals["fmt_rate"] += s.fmt
             vals["reward"] += s.reward
             vals["rcs"] += s.rcs
@@ -179,16 +197,21 @@ def summarize(per_prompt: list[dict[str, float]], seed: int = 0) -> dict[str, fl
 
 
 def evaluate_engine(
-    engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int | dict[str, int]
+    engine: Any,
+    rows: list[dict[str, Any]],
+    p: EvalParams,
+    max_tokens: int | dict[str, int],
+    answers: Answers | None = None,
 ) -> dict[str, Any]:
     """Per source (each with its own limit when ``max_tokens`` is a mapping): the summary of its
-    prompts; ``per_prompt`` keeps the raw values, in row order, for paired CIs."""
+    prompts; ``per_prompt`` keeps the raw values, in row order, for paired CIs; ``answers``: as in
+    :func:`score_prompts`."""
     t0 = time.time()
     per_prompt: list[dict[str, float]] = [{} for _ in rows]
     out: dict[str, Any] = {}
     for source, idx in by_source(rows).items():
         limit = max_tokens[source] if isinstance(max_tokens, dict) else max_tokens
-        scored = score_prompts(engine, [rows[i] for i in idx], p, limit)
+        scored = score_prompts(engine, [rows[i] for i in idx], p, limit, answers)
         for i, x in zip(idx, scored, strict=True):
             per_prompt[i] = x
         out[source] = summarize(scored, p.seed)
@@ -215,14 +238,26 @@ def compare(after: dict[str, Any], before: dict[str, Any], rows: list[dict[str, 
     return out
 
 
+def _one_function_at_a_time(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` reordered: the first row of each function (``task_id``, in first-seen order), then the
+    second of each, ...; rows without a function keep their place among the first."""
+    rank: dict[str, int] = {}
+    keyed = []
+    for i, r in enumerate(rows):
+        fn = r.get("task_id") or f"\x00{i}"
+        keyed.append((rank.get(fn, 0), i, r))
+        rank[fn] = rank.get(fn, 0) + 1
+    return [r for _, _, r in sorted(keyed, key=lambda t: (t[0], t[1]))]
+
+
 def select_rows(rows: list[dict[str, Any]], max_prompts: int | dict[str, int] | None) -> list[dict[str, Any]]:
-    """The first ``max_prompts`` prompts of each source (a mapping: per source, a source it lacks
-    keeps all; None or 0: all)."""
+    """The first ``max_prompts`` prompts of each set, one function at a time (a mapping: per set, a set it
+    lacks keeps all; None or 0: all)."""
     if not max_prompts:
         return rows
     taken: dict[str, int] = {}
     out = []
-    for r in rows:
+    for r in _one_function_at_a_time(rows):
         src = source_of(r)
         cap = max_prompts.get(src) if isinstance(max_prompts, dict) else max_prompts
         if not cap or taken.get(src, 0) < cap:
@@ -302,14 +337,21 @@ def merge_sampled(result: dict[str, Any], sampled: dict[str, Any]) -> None:
     result["gen_s"] = round(result["gen_s"] + sampled["gen_s"], 1)
 
 
+def _labelled(answers: Answers | None, model: str, kind: str) -> Answers | None:
+    return None if answers is None else lambda a: answers({"model": model, "pass": kind, **a})
+
+
 def _close(engine: Any) -> None:
     if engine is not None and hasattr(engine, "close"):
         engine.close()
 
 
-def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams) -> dict[str, Any]:
+def run_train_eval(
+    models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams, answers: Answers | None = None
+) -> dict[str, Any]:
     """Evaluate each named model in turn on ``rows`` (their prompts put in the format of ``p.reward``); a
-    missing local model folder is reported, not fatal.
+    missing local model folder is reported, not fatal. ``answers`` receives every answer (as in
+    :func:`score_prompts`) with its ``model`` (the phase) and ``pass`` (``greedy``, ``sampled``).
 
     Returns ``{phase: {source: summary}, "grpo_vs_sft": {source: diffs}, "max_tokens": {source: n},
     "reward_kind": kind, "prompt_format": format}``.
@@ -344,9 +386,10 @@ def run_train_eval(models: dict[str, str | Path], rows: list[dict[str, Any]], p:
                 eng = None
                 eng = open_eval_engine(path, p, len(rows) * max(p.samples, p.sampled_samples), weight_sync=True)
             loaded = path
-            out[name] = evaluate_engine(eng, rows, p, max_tokens)
+            out[name] = evaluate_engine(eng, rows, p, max_tokens, _labelled(answers, name, "greedy"))
             if p.sampled_samples and (p.sampled_phases is None or name in p.sampled_phases):
-                merge_sampled(out[name], evaluate_engine(eng, rows, sampled_params(p), max_tokens))
+                sampled = evaluate_engine(eng, rows, sampled_params(p), max_tokens, _labelled(answers, name, "sampled"))
+                merge_sampled(out[name], sampled)
     finally:
         _close(eng)
     if "per_prompt" in out.get("after_grpo", {}) and "per_prompt" in out.get("after_sft", {}):

@@ -37,7 +37,7 @@ def params(mirror) -> dict:
         "contra_sft": {
             "teacher": "template",
             "eval_functions": {"default": 1, "full": 2},
-            "synth_split": {"eval": 5, "grpo": 5},
+            "synth_split": {"eval": 5, "in_distribution": 3, "grpo": 5},
         },
     }
 
@@ -85,9 +85,13 @@ def test_chain_end_to_end(data_mirror, tmp_path, monkeypatch, capsys):
     grpo_fns = {e["task_id"] for e in train["extra_info"]} | {e["task_id"] for e in held["extra_info"]}
     assert sft_fns and grpo_fns and not sft_fns & grpo_fns
     assert len(sft) + len(train) + len(held) == len(samples)  # the template teacher keeps every trace
-    held_src = [e["source"] for e in held["extra_info"]]
-    assert held_src.count("synth") == 5 and [e["source"] for e in train["extra_info"]].count("synth") == 5
-    assert sum(r["source"] == "synth" for r in sft) == m["dedup"]["synth"]["samples"] - 10
+    held_sets = [e["heldout"] for e in held["extra_info"]]
+    n_ood = held_sets.count("shape_disjoint")  # whole shapes: at most 5 functions
+    assert 0 < n_ood <= 5 and held_sets.count("in_distribution") == 3 and "leetcode" in held_sets
+    assert [e["source"] for e in train["extra_info"]].count("synth") == 5
+    assert sum(r["source"] == "synth" for r in sft) == m["dedup"]["synth"]["samples"] - 8 - n_ood
+    cs = json.loads((tmp_path / "metrics" / "contra_sft.json").read_text())
+    assert cs["overlap"]["shape_disjoint"] == {"n": n_ood, "text": 0, "renamed": 0, "shape": 0}
     assert {e["task_id"] for e in held["extra_info"]}.isdisjoint({e["task_id"] for e in train["extra_info"]})
     row = train.iloc[0]
     assert row["reward_model"]["style"] == "rule" and Flow.from_json(row["reward_model"]["ground_truth"])

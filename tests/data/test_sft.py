@@ -156,7 +156,9 @@ def test_records():
     s = {"id": "t/3", "task_id": "t", "truth": truth}
     g = grpo_record(s, "leetcode_reasoning", "train", 7)
     assert g["reward_model"] == {"style": "rule", "ground_truth": truth}
-    assert g["extra_info"] == {"id": "t/3", "task_id": "t", "source": "leetcode", "split": "train", "index": 7}
+    info = {"id": "t/3", "task_id": "t", "source": "leetcode", "split": "train", "index": 7, "heldout": ""}
+    assert g["extra_info"] == info
+    assert grpo_record(s, "x", "eval", 0, heldout="shape_disjoint")["extra_info"]["heldout"] == "shape_disjoint"
     assert g["prompt"][0]["role"] == "user" and "[LINENO 0]    def f(nums, k):" in g["prompt"][0]["content"]
     assert g["ability"] == "code_reasoning" and g["data_source"] == "leetcode_reasoning"
     r = sft_record(s, FLOW, "TRACE")
@@ -164,17 +166,29 @@ def test_records():
     json.dumps(r)
 
 
-def test_split_synth_holds_out_whole_functions():
-    from stages.contra_sft import split_synth
+def test_split_generated_holds_out_whole_shapes_then_whole_functions():
+    from codethinker.data.shapes import shape_key, split_generated
 
-    samples = [{"task_id": f"synth/{i}", "id": f"synth/{i}/{j}"} for i in range(30) for j in range(1 + i % 3)]
-    sft, grpo, held = split_synth(samples, seed=0, n_eval=5, n_grpo=7)
-    fns = [{s["task_id"] for s in part} for part in (sft, grpo, held)]
-    assert [len(f) for f in fns] == [18, 7, 5]
-    assert not (fns[0] & fns[1] or fns[0] & fns[2] or fns[1] & fns[2])
-    assert len(sft) + len(grpo) + len(held) == len(samples)
-    assert split_synth(samples, seed=0, n_eval=5, n_grpo=7) == (sft, grpo, held)
-    assert split_synth(samples, seed=1, n_eval=5, n_grpo=7)[2] != held
+    bodies = ["return x + {}", "return x * {}", "y = x - {}\n    return y", "return [x] * {}", "return -x + {}"]
+    samples = [
+        {"task_id": f"synth/{i}", "id": f"synth/{i}/{j}", "code": f"def f(x):\n    {bodies[i % 5].format(i)}\n"}
+        for i in range(30)
+        for j in range(1 + i % 3)
+    ]
+    parts = split_generated(samples, seed=0, n_ood=6, n_id=5, n_grpo=7)
+    fns = {k: {s["task_id"] for s in v} for k, v in parts.items()}
+    assert [len(fns[k]) for k in ("shape_disjoint", "in_distribution", "grpo", "sft")] == [6, 5, 7, 12]
+    assert sum(len(v) for v in parts.values()) == len(samples)
+    shapes = {k: {shape_key(s["code"]) for s in v} for k, v in parts.items()}
+    train = shapes["sft"] | shapes["grpo"]
+    assert not shapes["shape_disjoint"] & (train | shapes["in_distribution"])  # whole shapes: 6 = one shape
+    assert shapes["in_distribution"] <= train
+    assert split_generated(samples, seed=0, n_ood=6, n_id=5, n_grpo=7) == parts
+    assert split_generated(samples, seed=3, n_ood=6, n_id=5, n_grpo=7)["shape_disjoint"] != parts["shape_disjoint"]
+    others = [samples[0]["code"]]  # a shape that trains elsewhere is never held out
+    assert shape_key(others[0]) not in {
+        shape_key(s["code"]) for s in split_generated(samples, 0, 6, 5, 7, others=others)["shape_disjoint"]
+    }
 
 
 def test_teacher_none_keeps_the_true_trace_with_empty_thoughts():

@@ -23,7 +23,6 @@ from codethinker.data.sources import (
     resolve,
 )
 
-
 GENERAL = {"humaneval", "humaneval+", "mbpp", "mbpp+", "gsm8k", "gsm-hard", "math500", "reval-tasks"}
 
 

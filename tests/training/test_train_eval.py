@@ -264,6 +264,13 @@ def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, m
     assert all(len(re.findall(r"\nQ\d+: ", p)) == 2 for p in oracle.prompts)  # k = 2, from grpo.whitebox
     m = result["after_sft"]["leetcode"]
     assert (m["fmt_rate"], m["reward"], m["answer_acc"]) == (0.5, 0.5, 0.5)  # io only: 2 * (1 - a) * io
+    import gzip
+
+    with gzip.open(tmp_path / argv[argv.index("--answers") + 1], "rt") as fh:
+        answers = [json.loads(x) for x in fh]
+    assert len(answers) == m["n"] and {a["model"] for a in answers} == {"after_sft"}
+    assert {a["pass"] for a in answers} == {"greedy"} and all(a["set"] == "leetcode" for a in answers)
+    assert sum(a["reward"] for a in answers) / len(answers) == m["reward"] and all("text" in a for a in answers)
 
 
 # --- one vLLM engine for every phase of the same architecture -----------------------------------------

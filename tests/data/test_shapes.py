@@ -1,0 +1,57 @@
+"""data.shapes: text, renamed and shape keys (property tests over generated programs), the split by shape
+and the overlap audit."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codethinker.data.shapes import overlap, renamed_key, shape_key, split_by_shape, text_key
+from codethinker.data.synth import generate
+
+NAMES = st.sampled_from(["a", "b", "q", "total", "zz", "res"])
+
+
+def rename(code: str, old: str, new: str) -> str:
+    import re
+
+    return re.sub(rf"\b{old}\b", new, code)
+
+
+class TestKeys:
+    @settings(max_examples=60, deadline=None)
+    @given(st.integers(0, 10_000))
+    def test_renaming_the_variables_keeps_renamed_and_shape(self, seed):
+        p = generate(n=1, seed=seed)[0]
+        fresh = rename(rename(p.source, "f", "g_fn"), "xs", "brand_new")
+        assert renamed_key(fresh) == renamed_key(p.source) and shape_key(fresh) == shape_key(p.source)
+
+    def test_constants_change_renamed_but_not_shape_and_builtins_are_operations(self):
+        a = "def f(xs):\n    t = len(xs) + 1\n    return t\n"
+        seven = a.replace("+ 1", "+ 7")
+        assert shape_key(a) == shape_key(seven) and renamed_key(a) != renamed_key(seven)
+        assert shape_key(a) != shape_key(a.replace("len", "sum"))  # an operation, not a name
+        assert shape_key(a) != shape_key(a.replace("xs) + 1", "xs) - 1"))
+        assert text_key(a) == text_key(a.replace("    t =", "    t  ="))
+        assert text_key(a) != text_key(rename(a, "t", "u")) and renamed_key(a) == renamed_key(rename(a, "t", "u"))
+
+    def test_swapping_two_names_is_the_same_renamed_program(self):
+        a = "def f(a, b):\n    return a - b\n"
+        assert renamed_key(a) == renamed_key("def f(b, a):\n    return b - a\n")
+        assert renamed_key(a) != renamed_key("def f(a, b):\n    return b - a\n")
+
+
+class TestSplit:
+    @settings(max_examples=25, deadline=None)
+    @given(st.integers(0, 50), st.integers(1, 40))
+    def test_no_shape_on_both_sides_and_a_function_of_data_and_seed(self, seed, n):
+        codes = {f"p{i}": p.source for i, p in enumerate(generate(n=80, seed=seed))}
+        held, rest = split_by_shape(codes, seed, n)
+        assert len(held) <= n and held | rest == set(codes) and not held & rest
+        assert not {shape_key(codes[i]) for i in held} & {shape_key(codes[i]) for i in rest}
+        assert split_by_shape(dict(reversed(list(codes.items()))), seed, n) == (held, rest)
+
+    def test_overlap_counts_each_kind(self):
+        train = ["def f(x):\n    return x + 1\n"]
+        held = ["def f(x):\n    return x + 1\n", "def g(y):\n    return y + 1\n", "def g(y):\n    return y + 2\n"]
+        assert overlap(held, train) == {"n": 3, "text": 1, "renamed": 2, "shape": 3}
