@@ -34,6 +34,7 @@ __all__ = [
     "overlap_audit",
     "renamed_key",
     "shape_key",
+    "size",
     "split_by_shape",
     "split_generated",
     "text_key",
@@ -118,22 +119,48 @@ def _order(keys: Iterable[str], seed: int) -> list[str]:
     return sorted(set(keys), key=lambda k: hashlib.sha256(f"{seed}\x1f{k}".encode()).digest())
 
 
+def size(code: str) -> int:
+    """The program's statements (every statement node, nested ones included): the same for every program of
+    a shape."""
+    return sum(isinstance(node, ast.stmt) for node in ast.walk(_parse(code)))
+
+
+def _quotas(counts: dict[int, int], n: int) -> dict[int, int]:
+    """``n`` split over the strata in proportion to ``counts`` (largest remainders)."""
+    total = sum(counts.values()) or 1
+    raw = {k: n * c / total for k, c in counts.items()}
+    out = {k: int(v) for k, v in raw.items()}
+    for k in sorted(raw, key=lambda k: (out[k] - raw[k], k))[: n - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
 def split_by_shape(
     codes: dict[str, str], seed: int, n: int, avoid: frozenset[str] = frozenset()
 ) -> tuple[set[str], set[str]]:
-    """Hold out about ``n`` programs (``codes``: id -> source) by whole shapes: shapes in an order fixed by
-    (seed, shape), each taken with every program of it while it fits in what is left of ``n``, none of the
-    shapes in ``avoid`` (those of other programs that train). Returns (held-out ids, the other ids): no
-    shape has programs on both sides. A function of the sources, ``avoid`` and the seed only."""
+    """Hold out about ``n`` programs (``codes``: id -> source) by whole shapes, as many of each size
+    (:func:`size`) as the data has in proportion, so that the held-out programs are as long as the others:
+    within a size, shapes in an order fixed by (seed, shape), each taken with every program of it while it
+    fits in what is left of that size's share, none of the shapes in ``avoid`` (those of other programs that
+    train). Returns (held-out ids, the other ids): no shape has programs on both sides. A function of the
+    sources, ``avoid`` and the seed only."""
     by_shape: dict[str, list[str]] = {}
+    shape_size: dict[str, int] = {}
     for pid in sorted(codes):
-        by_shape.setdefault(shape_key(codes[pid]), []).append(pid)
+        key = shape_key(codes[pid])
+        by_shape.setdefault(key, []).append(pid)
+        if key not in shape_size:
+            shape_size[key] = size(codes[pid])
+    counts: dict[int, int] = {}
+    for key, ids in by_shape.items():
+        counts[shape_size[key]] = counts.get(shape_size[key], 0) + len(ids)
+    left = _quotas(counts, n)
     held: set[str] = set()
     for shape in _order(by_shape, seed):
-        if len(held) >= n:
-            break
-        if shape not in avoid and len(held) + len(by_shape[shape]) <= n:
+        k = shape_size[shape]
+        if shape not in avoid and len(by_shape[shape]) <= left[k]:
             held.update(by_shape[shape])
+            left[k] -= len(by_shape[shape])
     return held, set(codes) - held
 
 

@@ -169,7 +169,7 @@ def test_records():
 def test_split_generated_holds_out_whole_shapes_then_whole_functions():
     from codethinker.data.shapes import shape_key, split_generated
 
-    bodies = ["return x + {}", "return x * {}", "y = x - {}\n    return y", "return [x] * {}", "return -x + {}"]
+    bodies = ["return x + {}", "return x * {}", "return x - {}", "return [x] * {}", "return -x + {}"]  # one size
     samples = [
         {"task_id": f"synth/{i}", "id": f"synth/{i}/{j}", "code": f"def f(x):\n    {bodies[i % 5].format(i)}\n"}
         for i in range(30)

@@ -51,6 +51,19 @@ class TestSplit:
         assert not {shape_key(codes[i]) for i in held} & {shape_key(codes[i]) for i in rest}
         assert split_by_shape(dict(reversed(list(codes.items()))), seed, n) == (held, rest)
 
+    def test_held_out_programs_are_as_long_as_the_others(self):
+        from collections import Counter
+
+        from codethinker.data.shapes import _quotas, size
+
+        codes = {f"p{i}": p.source for i, p in enumerate(generate(n=3000, seed=5))}
+        held, rest = split_by_shape(codes, 0, 300)
+        sizes = Counter(size(codes[i]) for i in held)
+        quotas = _quotas(Counter(size(c) for c in codes.values()), 300)
+        assert all(sizes[k] <= quotas[k] for k in sizes) and len(held) >= 290
+        mean = lambda ids: sum(size(codes[i]) for i in ids) / len(ids)  # noqa: E731
+        assert abs(mean(held) - mean(rest)) < 0.2
+
     def test_overlap_counts_each_kind(self):
         train = ["def f(x):\n    return x + 1\n"]
         held = ["def f(x):\n    return x + 1\n", "def g(y):\n    return y + 1\n", "def g(y):\n    return y + 2\n"]
