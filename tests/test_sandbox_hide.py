@@ -1,6 +1,6 @@
-"""The sandbox's view of the host: directories it hides (``SandboxConfig.hide``: a checkout's data, the data
-mirror) with what the interpreter needs below them bound back, and an interpreter reached through a
-symbolically linked venv."""
+"""The sandbox's view of the host: only the system folders (``host="system"``); directories it hides
+(``SandboxConfig.hide``: a checkout's data, the data mirror) with what the interpreter needs below them
+bound back; an interpreter reached through a symbolically linked venv."""
 
 from __future__ import annotations
 
@@ -98,3 +98,34 @@ def test_the_answer_paths_are_the_checkout_and_the_mirror_wherever_the_caller_ru
     (tmp_path / "params.yaml").write_text("base:\n  mirror: mirror\n")
     monkeypatch.delenv("CODETHINKER_MIRROR")
     assert str(mirror.resolve()) in answer_paths()
+
+
+@needs_bwrap
+def test_a_system_view_shows_no_host_folder_but_the_system_and_the_interpreter():
+    """``host="system"``: a file the sample's uid could read anywhere else on the host (here under
+    ``/var/tmp``) is absent; ``/usr``, ``/etc``, the interpreter, its site-packages and the package are there."""
+    import tempfile
+
+    try:
+        elsewhere = Path(tempfile.mkdtemp(prefix="codethinker-view-", dir="/var/tmp"))
+    except OSError:
+        pytest.skip("/var/tmp is not writable here")
+    try:
+        elsewhere.chmod(0o755)
+        (elsewhere / "answers.txt").write_text("42")
+        (elsewhere / "answers.txt").chmod(0o644)
+        paths = [str(elsewhere / "answers.txt"), "/etc/passwd", str(ROOT / "codethinker" / "__init__.py")]
+        look = LOOK + "\nimport json, collections\n"
+        for host, seen_elsewhere in (("all", "42"), ("system", "FileNotFoundError")):
+            cfg = SandboxConfig(timeout_s=5.0, workers=1, host=host, isolation="bwrap")
+            with Sandbox(cfg) as sb:
+                res = sb.run(Job(look, args=(paths,)))
+            assert res.status == "ok", res
+            assert res.value[paths[0]] == seen_elsewhere, host
+            assert res.value[paths[1]] != "FileNotFoundError" and res.value[paths[2]].startswith('"""')
+    finally:
+        import shutil
+
+        shutil.rmtree(elsewhere, ignore_errors=True)
+    with pytest.raises(ValueError, match="host must be"):
+        SandboxConfig(host="none")

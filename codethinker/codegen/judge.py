@@ -166,7 +166,12 @@ def iter_judgements(
     if any(runs):
         timeout = max(limits.job_timeout(len(p.tests)) for (p, _), run in zip(pairs, runs, strict=True) if run)
         cfg = SandboxConfig(
-            timeout_s=timeout, memory_mb=limits.memory_mb, workers=limits.workers, grace_s=2.0, hide=answer_paths()
+            timeout_s=timeout,
+            memory_mb=limits.memory_mb,
+            workers=limits.workers,
+            grace_s=2.0,
+            hide=answer_paths(),
+            host="system",
         )
         sb = Sandbox(cfg)
     try:

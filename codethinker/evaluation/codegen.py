@@ -253,7 +253,9 @@ def _sandbox(timeout_s: float) -> Any:
     from codethinker.params import answer_paths
     from codethinker.sandbox import Sandbox, SandboxConfig
 
-    cfg = SandboxConfig(timeout_s=timeout_s, memory_mb=MEMORY_MB, workers=None, grace_s=GRACE_S, hide=answer_paths())
+    cfg = SandboxConfig(
+        timeout_s=timeout_s, memory_mb=MEMORY_MB, workers=None, grace_s=GRACE_S, hide=answer_paths(), host="system"
+    )
     return Sandbox(cfg)
 
 

@@ -1,7 +1,8 @@
 """How :mod:`codethinker.sandbox` starts a worker slot: the bubblewrap arguments and the zygote's
 command line, environment and configuration (parent side; not public API).
 
-The sandbox sees the host read-only (``--ro-bind / /``) with fresh ``/tmp`` and ``/dev/shm``
+The sandbox sees the host read-only (``--ro-bind / /``; with ``SandboxConfig(host="system")`` only the
+system folders of :data:`SYSTEM` and what the zygote reads) with fresh ``/tmp`` and ``/dev/shm``
 tmpfs mounts. Whatever the zygote must read and would be hidden is bound back read-only over
 those mounts: paths under ``/tmp`` or ``/dev/shm`` (a checkout, a venv or an interpreter there),
 and paths below a directory the unprivileged uid cannot traverse (``/root`` for a pyenv
@@ -33,6 +34,7 @@ __all__ = [
     "mask_plan",
     "private_dirs",
     "site_paths",
+    "system_args",
     "traversable",
     "worker_env",
     "zygote_command",
@@ -42,6 +44,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HASH_SEED = 0  # str hashes (so set iteration order) are the same in every worker and every run
 TMPFS_BYTES = 64 * 1024 * 1024  # size of the sandbox's /tmp and /dev/shm
 ALWAYS_MASKED = ("/tmp", "/dev/shm")  # fresh tmpfs mounts in every sandbox
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")  # what host="system" shows
 
 BOOT = (
     "import json,sys;c=json.load(sys.stdin);sys.path.insert(0,c['root']);"
@@ -165,13 +168,44 @@ def worker_env() -> dict[str, str]:
     }
 
 
-def bwrap_args(plan: list[tuple[str, list[str]]]) -> list[str]:
+def system_args(needed: Iterable[str]) -> list[str]:
+    """The mounts of a sandbox that sees only the host's system folders (:data:`SYSTEM`, a link such as
+    ``/bin -> usr/bin`` kept as a link) and the paths of ``needed`` outside them (the interpreter, its
+    site-packages, the project's package), each bound read-only at its real place; paths under ``/tmp``
+    or ``/dev/shm`` are left to the mask plan."""
+    args: list[str] = []
+    shown = []
+    for d in SYSTEM:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+            shown.append(d)
+    real = {os.path.realpath(p) for p in needed if p and os.path.exists(p)}
+    real = {p for p in real if not any(_under(p, r) for r in (*shown, *ALWAYS_MASKED, *map(os.path.realpath, shown)))}
+    made: set[str] = set()
+    for p in sorted(real):
+        if not any(q != p and _under(p, q) for q in real):
+            for anc in reversed(Path(p).parents[:-1]):  # folders bwrap would make 0700: "other" must pass
+                if str(anc) not in made:
+                    made.add(str(anc))
+                    args += ["--perms", "0755", "--dir", str(anc)]
+            args += ["--ro-bind", p, p]
+    return args
+
+
+def bwrap_args(plan: list[tuple[str, list[str]]], system: list[str] | None = None) -> list[str]:
     """The options of ``bwrap`` (passed through ``--args FD``, so they never show in
-    ``/proc/1/cmdline``), without the command."""
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    ``/proc/1/cmdline``), without the command: the whole host read-only, or, given ``system``
+    (:func:`system_args`), only those mounts; then the mask ``plan`` (a root the sandbox does not
+    show at all is skipped: what it needs is among ``system``'s mounts)."""
+    args = ["--ro-bind", "/", "/"] if system is None else list(system)
+    args += ["--dev", "/dev", "--proc", "/proc"]
     for root in ALWAYS_MASKED:
         args += ["--size", str(TMPFS_BYTES), "--tmpfs", root]
     for root, keep in plan:
+        if system is not None and root not in ALWAYS_MASKED and not _shown(root, system):
+            continue
         if root not in ALWAYS_MASKED:
             args += ["--perms", "0755", "--tmpfs", root]
         made: set[str] = set()
@@ -188,6 +222,12 @@ def bwrap_args(plan: list[tuple[str, list[str]]]) -> list[str]:
     for key, value in worker_env().items():
         args += ["--setenv", key, value]
     return [*args, "--chdir", "/"]
+
+
+def _shown(path: str, system: list[str]) -> bool:
+    """Whether ``path`` lies in a folder that ``system``'s ``--ro-bind`` mounts show."""
+    binds = [system[i + 2] for i, a in enumerate(system) if a == "--ro-bind"]
+    return any(_under(path, b) for b in binds)
 
 
 def interpreter() -> str:

@@ -46,6 +46,13 @@ class SandboxConfig:
             "the interpreter needs below it bound back read-only), e.g. a checkout's data and the data mirror"
         },
     )
+    host: str = field(
+        default="all",
+        metadata={
+            "help": "what of the host a sample sees (bwrap): 'all' (everything read-only but hide) | 'system' (only "
+            "/usr, /bin, /lib*, /etc and what the interpreter needs: a copy of the answers anywhere else is absent)"
+        },
+    )
     uid_base: int | None = field(
         default=None,
         metadata={"help": "first unprivileged uid for samples when root (default derived from the pid)"},
@@ -64,5 +71,7 @@ class SandboxConfig:
             raise ValueError("isolation must be 'bwrap', 'none' or 'auto'")
         if isinstance(self.hide, str) or not all(isinstance(h, str) for h in self.hide):
             raise ValueError("hide must be a tuple of paths")
+        if self.host not in ("all", "system"):
+            raise ValueError("host must be 'all' or 'system'")
         if self.max_tasks_per_worker is not None and self.max_tasks_per_worker < 1:
             raise ValueError("max_tasks_per_worker must be >= 1")

@@ -60,6 +60,8 @@ class Sandbox(Dispatcher):
         self._uid_base = base
         self._plan = bw.mask_plan(bw.interpreter_paths(), self.config.hide) if self.isolation == "bwrap" else []
         self._workdirs = bw.private_dirs(self._plan, LANES)
+        system = bw.system_args(bw.interpreter_paths()) if self.config.host == "system" else None
+        self._bwrap = bw.bwrap_args(self._plan, system) if self.isolation == "bwrap" else []
         self._runners: dict[str, str] | None = None  # the registry when the first slot starts
         self._lock = threading.Lock()
         self._free = list(range(UID_RANGE // LANES))
@@ -174,7 +176,7 @@ class Sandbox(Dispatcher):
     def _spawn(self, slot: Slot) -> Slot:  # runs on the helper thread
         limits = {"memory_mb": self.config.memory_mb, "fsize": FSIZE_BYTES, "nofile": NOFILE, "nproc": NPROC}
         assert self._runners is not None
-        return spawn_zygote(slot, self.isolation, self._plan, self._workdirs, limits, self._runners)
+        return spawn_zygote(slot, self.isolation, self._bwrap, self._workdirs, limits, self._runners)
 
     def _ensure_started(self) -> None:
         if self._runners is None:  # every slot of this sandbox, restarted ones too, gets the same runners

@@ -244,7 +244,7 @@ def _zygote_config(
 def spawn_zygote(
     slot: Slot,
     isolation: str,
-    plan: list[tuple[str, list[str]]],
+    bwrap_args: list[str],
     workdirs: list[str],
     limits: dict,
     runners: dict[str, str],
@@ -264,7 +264,7 @@ def spawn_zygote(
         if isolation == "bwrap":
             args_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
             files.append(args_file)
-            args_file.write(b"".join(a.encode() + b"\0" for a in bw.bwrap_args(plan)))
+            args_file.write(b"".join(a.encode() + b"\0" for a in bwrap_args))
             args_file.seek(0)
             pass_fds.append(args_file.fileno())
             cmd = [shutil.which("bwrap") or "bwrap", "--args", str(args_file.fileno()), "--", *cmd]

@@ -131,10 +131,13 @@ HOSTILE: dict[str, str] = {
     ),
     # reading the answers from disk
     "read_the_mirror": _two_sum(
-        "import gzip, json, os, pathlib\n"
+        "import glob, gzip, json, os, pathlib\n"
         "import codethinker\n"
         "here = pathlib.Path(codethinker.__file__).parents[2]\n"
-        "roots = [os.environ.get('CODETHINKER_MIRROR') or '', here / 'shared' / 'data', '/work/shared/data']\n"
+        "roots = [os.environ.get('CODETHINKER_MIRROR') or '/nonexistent', str(here / 'shared' / 'data')]\n"
+        "for pat in ('/*/shared/data', '/*/*/shared/data', '/*/*/*/shared/data', '/*/data', '/*/*/data',\n"
+        "            '/var/tmp/*', '/var/tmp/*/*', '/home/*/*', '/root/*'):\n"
+        "    roots += sorted(glob.glob(pat))\n"
         "for root in roots:\n"
         "    for p in sorted(pathlib.Path(str(root)).glob('leetcodedataset/*train*.jsonl.gz')):\n"
         "        for line in gzip.open(p, 'rt'):\n"

@@ -6,6 +6,12 @@ value included, in the candidate's process), and the big-int frame made it raise
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from codethinker.codegen.judge import JudgeLimits, judge_programs
@@ -23,7 +29,28 @@ def problems(leetcode_problems):
 
 
 @pytest.fixture(scope="module")
-def verdicts(problems):
+def answers_elsewhere(data_mirror):
+    """A copy of ``two-sum``'s record outside the checkout and the configured mirror, where a host may keep
+    one (``/var/tmp/<name>/leetcodedataset``; CI's checkout saw the machine's own mirror at another path):
+    no list of folders to hide can name every copy, so the judge's sandbox shows only the system's folders."""
+    try:
+        root = Path(tempfile.mkdtemp(prefix="codethinker-answers-", dir="/var/tmp"))
+    except OSError:
+        yield None
+        return
+    src = data_mirror / "leetcodedataset" / "LeetCodeDataset-v0.1.0-train.jsonl.gz"
+    with gzip.open(src, "rt") as f:
+        record = next(line for line in f if json.loads(line)["task_id"] == "two-sum")
+    (root / "leetcodedataset").mkdir()
+    with gzip.open(root / "leetcodedataset" / "copy-train.jsonl.gz", "wt") as f:
+        f.write(record)
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def verdicts(problems, answers_elsewhere):
     """Every hostile program and the wrong answer, judged in one batch (as a GRPO reward step would)."""
     pairs = [(problems["two-sum"], c) for c in HOSTILE.values()]
     pairs += [(problems[pid], c) for pid, c in HOSTILE_OTHER.values()]
