@@ -8,10 +8,11 @@ Implementations: ``vllm.py`` (vLLM, CPU or CUDA build), ``hf.py`` (transformers'
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["Completion", "Engine", "PrefixRequest"]
+__all__ = ["Completion", "Engine", "PrefixRequest", "Program", "one_call", "run_programs"]
 
 
 @dataclass(frozen=True)
@@ -52,3 +53,45 @@ class Engine(Protocol):
     ) -> list[list[Completion]]:
         """Return ``n`` continuations for every prefix, in order."""
         ...
+
+
+# A sampling program: yields the engine calls it needs next (objects with PrefixRequest's attributes), receives
+# their continuations (per request, per prefix, n each) and returns its result. DBS is one (DBSRun.program).
+Program = Generator[list[Any], list[list[list[Completion]]], Any]
+
+
+def run_programs(engine: Any, programs: list[Program]) -> list[Any]:
+    """Run sampling programs to their ends; their results, in order. An engine with ``interleave`` (vLLM's)
+    runs them concurrently: each program's next calls join the engine's running batch as soon as its
+    previous ones finish, so regular samples and DBS rounds share the engine's steps. Otherwise each program
+    runs in turn, a step's calls as one ``continue_requests`` batch where the engine has it, else one
+    ``continue_prefixes`` call each.
+
+    >>> run_programs(engine, [one_call(PrefixRequest(["p"], 2, ["."], 8)), dbs_run.program()])  # doctest: +SKIP
+    """
+    interleave = getattr(engine, "interleave", None)
+    if interleave is not None:
+        return interleave(programs)
+    batch = getattr(engine, "continue_requests", None)
+    out = []
+    for prog in programs:
+        value: Any = None
+        try:
+            while True:
+                reqs = prog.send(value)
+                value = batch(reqs) if batch is not None else [_one(engine, r) for r in reqs]
+        except StopIteration as done:
+            out.append(done.value)
+    return out
+
+
+def _one(engine: Any, r: Any) -> list[list[Completion]]:
+    return engine.continue_prefixes(
+        r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed
+    )
+
+
+def one_call(request: Any) -> Program:
+    """The program of one ``continue_prefixes`` call: its continuations, per prefix."""
+    results = yield [request]
+    return results[0]

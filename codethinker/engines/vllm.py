@@ -398,6 +398,58 @@ class VLLMEngine:
         ``n``, ``stop``, ``max_tokens``, ``temperature``, ``seed``) as one engine batch, each prompt with its
         own sampling settings: a DBS round whose prefixes have different budgets and token limits runs as
         one batch instead of one small batch per (budget, limit). Results per request, in order."""
+        prompts, params = self._inputs(requests)
+        outs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False) if prompts else []
+        return self._collect(requests, list(outs))
+
+    def interleave(self, programs: list[Any]) -> list[Any]:
+        """Sampling programs (:func:`codethinker.engines.base.run_programs`) run concurrently on one engine:
+        a program's next requests are added to the running batch the moment its previous ones finish, so
+        vLLM steps regular samples and every DBS round's continuations together instead of one call after
+        another. Each request keeps its own seed, so a program's continuations are those it gets alone."""
+        engine = self.llm.llm_engine
+        results: list[Any] = [None] * len(programs)
+        waiting: dict[str, tuple[int, int]] = {}  # request id -> (program, place in its current batch)
+        batches: dict[int, tuple[list[Any], list[Any]]] = {}  # program -> (its requests, their outputs)
+
+        def advance(i: int, value: Any) -> None:
+            while True:
+                try:
+                    reqs = programs[i].send(value)
+                except StopIteration as done:
+                    results[i] = done.value
+                    return
+                prompts, params = self._inputs(reqs)
+                if prompts:
+                    break
+                value = self._collect(reqs, [])
+            ids = self.llm._add_completion_requests(prompts, params, use_tqdm=False, lora_request=self._lora)
+            batches[i] = (reqs, [None] * len(ids))
+            # outputs carry the id LLM gave (its counter's); add_request returns it with a random suffix
+            waiting.update((rid.split("-", 1)[0], (i, k)) for k, rid in enumerate(ids))
+
+        try:
+            for i in range(len(programs)):
+                advance(i, None)
+            while waiting:
+                if not engine.has_unfinished_requests():
+                    raise RuntimeError(f"vLLM finished without the outputs of requests {sorted(waiting)[:5]}")
+                for out in engine.step():
+                    if not out.finished or out.request_id not in waiting:
+                        continue
+                    i, k = waiting.pop(out.request_id)
+                    reqs, outs = batches[i]
+                    outs[k] = out
+                    if all(o is not None for o in outs):
+                        del batches[i]
+                        advance(i, self._collect(reqs, outs))
+        finally:
+            if waiting:
+                engine.abort_request(list(waiting), internal=True)
+        return results
+
+    def _inputs(self, requests: list[Any]) -> tuple[list[Any], list[Any]]:
+        """vLLM's prompts (a prefix the engine sampled: its token ids) and sampling params, one per prefix."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
@@ -416,7 +468,11 @@ class VLLMEngine:
             for p in r.prefixes:
                 prompts.append(TokensPrompt(prompt_token_ids=self._trail[p].tolist()) if p in self._trail else p)
                 params.append(sp)
-        outs = iter(self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False) if prompts else [])
+        return prompts, params
+
+    def _collect(self, requests: list[Any], outputs: list[Any]) -> list[list[list[Completion]]]:
+        """vLLM's outputs, in :meth:`_inputs`' order -> continuations per request, per prefix."""
+        outs = iter(outputs)
         results: list[list[list[Completion]]] = []
         for r in requests:
             greedy = r.temperature <= 0

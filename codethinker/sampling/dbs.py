@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from codethinker.contra.render import LOCALS_CLOSE, TRACE_CLOSE
-from codethinker.engines.base import Completion, Engine
+from codethinker.engines.base import Completion, Engine, Program, run_programs
 
 __all__ = ["BLOCK_STOP", "FINAL_STOP", "DBSConfig", "DBSResult", "DBSRun", "allocate", "dbs_sample", "dbs_sample_async"]
 
@@ -191,6 +191,13 @@ class DBSRun:
             assert len(self.finals[p]) + sum(b for _, b in self.live[p]) == cfg.budget
         self.round += 1
 
+    def program(self) -> Program:
+        """DBS as a sampling program (:func:`codethinker.engines.base.run_programs`): yields each round's
+        requests, is fed their continuations, returns :meth:`results`."""
+        while not self.done:
+            self.feed((yield self.requests()))
+        return self.results()
+
     def results(self) -> list[DBSResult]:
         for p, res in enumerate(self.out):
             tree = self.trees[p]
@@ -221,20 +228,7 @@ def dbs_sample(
 ) -> list[DBSResult]:
     """Run DBS for every prompt (chat template applied); one :class:`DBSResult` per prompt."""
     run = DBSRun(prompts, scorers, cfg)
-    batch = getattr(engine, "continue_requests", None)  # a round's calls as one engine batch, where it can
-    while not run.done:
-        reqs = run.requests()
-        run.feed(
-            batch(reqs)
-            if batch is not None
-            else [
-                engine.continue_prefixes(
-                    r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed
-                )
-                for r in reqs
-            ]
-        )
-    return run.results()
+    return run_programs(engine, [run.program()])[0]
 
 
 async def dbs_sample_async(

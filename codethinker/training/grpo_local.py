@@ -51,7 +51,7 @@ __all__ = [
     "run_grpo_local",
 ]
 
-TIMING = ("step_s", "rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s", "update_s")
+TIMING = ("step_s", "rollout_s", "rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s", "update_s")
 PLOT_COLUMNS = [
     "reward_mean",
     "reward_regular_mean",
@@ -67,12 +67,13 @@ PLOT_COLUMNS = [
     "response_len",
     "dbs_tokens_generated",
     "dbs_tokens_dropped",
-    "dbs_cache_hit_rate",
+    "cache_hit_rate",
     "frac_reward_zero_std",
     "groups_drawn",
     "groups_informative",
     "loss",
     "step_s",
+    "rollout_s",
     "rollout_regular_s",
     "rollout_dbs_s",
     "reward_s",
@@ -342,13 +343,13 @@ def make_grpo_trainer(
 def cache_rate(hist: list[dict[str, float]]) -> dict[str, float | None]:
     """The prefix-cache hit rate vLLM reports for the run's DBS continuations (None: nothing queried).
 
-    >>> cache_rate([{"dbs_cache_queried": 100, "dbs_cache_hits": 60}, {"dbs_cache_queried": 300, "dbs_cache_hits": 20}])
-    {'dbs_cache_queried': 400, 'dbs_cache_hits': 80, 'dbs_cache_hit_rate': 0.2}
+    >>> cache_rate([{"cache_queried": 100, "cache_hits": 60}, {"cache_queried": 300, "cache_hits": 20}])
+    {'cache_queried': 400, 'cache_hits': 80, 'cache_hit_rate': 0.2}
     """
-    queried = int(sum(h.get("dbs_cache_queried", 0) for h in hist))
-    hits = int(sum(h.get("dbs_cache_hits", 0) for h in hist))
+    queried = int(sum(h.get("cache_queried", 0) for h in hist))
+    hits = int(sum(h.get("cache_hits", 0) for h in hist))
     rate = hits / queried if queried else None
-    return {"dbs_cache_queried": queried, "dbs_cache_hits": hits, "dbs_cache_hit_rate": rate}
+    return {"cache_queried": queried, "cache_hits": hits, "cache_hit_rate": rate}
 
 
 class StepStats:
@@ -368,7 +369,7 @@ class StepStats:
         now = time.perf_counter()
         stats["step_s"] = now - self.t_last
         self.t_last = now
-        parts = ("rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s")
+        parts = ("rollout_s", "reward_s", "sync_s")  # regular and DBS overlap inside rollout_s
         stats["update_s"] = max(0.0, stats["step_s"] - sum(stats.get(k, 0.0) for k in parts))
         return stats
 

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.sampling.dbs import BLOCK_STOP, FINAL_STOP, DBSConfig, dbs_sample
+from codethinker.engines.base import PrefixRequest, Program, one_call, run_programs
+from codethinker.sampling.dbs import BLOCK_STOP, FINAL_STOP, DBSConfig, DBSRun
 
 __all__ = ["Rollout", "RolloutParams", "prompt_key"]
 
@@ -110,11 +111,12 @@ class RolloutStats:
     dbs_tokens_dropped: int = 0
     dbs_rounds: int = 0
     calls: int = 0
-    regular_s: float = 0.0  # wall seconds sampling regular completions
-    dbs_s: float = 0.0  # wall seconds of DBS (its rounds, scoring of prefixes included)
+    regular_s: float = 0.0  # wall seconds from the rollout's start until its regular completions are in
+    dbs_s: float = 0.0  # ... until DBS's are (its rounds, scoring of prefixes included; both overlap on vLLM)
+    rollout_s: float = 0.0  # wall seconds of the rollouts (regular and DBS together)
     sync_s: float = 0.0  # wall seconds pushing the policy's weights to the engine
-    dbs_cache_queried: int = 0  # prompt tokens of the DBS continuations vLLM looked up in its prefix cache
-    dbs_cache_hits: int = 0  # ... and found there
+    cache_queried: int = 0  # prompt tokens of the rollout's calls (regular and DBS) vLLM looked up in its prefix cache
+    cache_hits: int = 0  # ... and found there
     groups_drawn: int = 0  # groups sampled (filter_groups: the further prompts' included)
     groups_informative: int = 0  # ... whose rewards were not all equal
 
@@ -126,10 +128,11 @@ class RolloutStats:
             "rollout/dbs_rounds": self.dbs_rounds / max(self.calls, 1),
             "rollout/rollout_regular_s": self.regular_s,
             "rollout/rollout_dbs_s": self.dbs_s,
+            "rollout/rollout_s": self.rollout_s,
             "rollout/sync_s": self.sync_s,
-            "rollout/dbs_cache_queried": self.dbs_cache_queried,
-            "rollout/dbs_cache_hits": self.dbs_cache_hits,
-            "rollout/dbs_cache_hit_rate": self.dbs_cache_hits / max(self.dbs_cache_queried, 1),
+            "rollout/cache_queried": self.cache_queried,
+            "rollout/cache_hits": self.cache_hits,
+            "rollout/cache_hit_rate": self.cache_hits / max(self.cache_queried, 1),
             "rollout/gen_batches": self.calls,
         }
         if self.groups_drawn:  # filter_groups: what it drew (TRL logs frac_reward_zero_std of the groups trained on)
@@ -225,34 +228,39 @@ class Rollout:
         texts = [self.tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
         seed = self.seed * 100_003 + self.calls
         self.calls += 1
-        regular: list[list[Any]] = [[] for _ in texts]
+        programs, finished = [], {}
         t0 = time.perf_counter()
+
+        def timed(name: str, prog: Program) -> Program:  # when each program ends (they overlap on vLLM)
+            result = yield from prog
+            finished[name] = time.perf_counter() - t0
+            return result
+
         if p.n_regular:
-            regular = self.engine.continue_prefixes(
-                texts,
-                p.n_regular,
-                stop=list(p.final_stop),
-                max_tokens=p.max_completion_tokens,
-                temperature=p.temperature,
-                seed=seed,
-            )
-        t1 = time.perf_counter()
-        self.stats.regular_s += t1 - t0
-        dbs: list[list[Any]] = [[] for _ in texts]
+            req = PrefixRequest(texts, p.n_regular, list(p.final_stop), p.max_completion_tokens, p.temperature, seed)
+            programs.append(timed("regular", one_call(req)))
+        run = None
         if p.n_dbs:
             scorers = [self.scorer_for(self.truths[prompt_key(m)]) for m in prompts]
-            cfg = p.dbs(seed + 50_000)
-            counts = getattr(self.engine, "prefix_cache_counts", lambda: (0, 0))
-            before = counts()
-            results = dbs_sample(self.engine, texts, scorers, cfg)
-            after = counts()
-            self.stats.dbs_cache_queried += after[0] - before[0]
-            self.stats.dbs_cache_hits += after[1] - before[1]
+            run = DBSRun(texts, scorers, p.dbs(seed + 50_000))
+            programs.append(timed("dbs", run.program()))
+        counts = getattr(self.engine, "prefix_cache_counts", lambda: (0, 0))
+        before = counts()
+        outs = run_programs(self.engine, programs)
+        after = counts()
+        self.stats.cache_queried += after[0] - before[0]
+        self.stats.cache_hits += after[1] - before[1]
+        regular: list[list[Any]] = outs[0] if p.n_regular else [[] for _ in texts]
+        dbs: list[list[Any]] = [[] for _ in texts]
+        if run is not None:
+            results = outs[-1]
             dbs = [r.completions for r in results]
             self.stats.dbs_tokens_generated += sum(r.tokens_generated for r in results)
             self.stats.dbs_tokens_dropped += sum(r.tokens_dropped for r in results)
             self.stats.dbs_rounds += max(r.rounds for r in results)
-        self.stats.dbs_s += time.perf_counter() - t1
+        self.stats.regular_s += finished.get("regular", 0.0)
+        self.stats.dbs_s += finished.get("dbs", 0.0)
+        self.stats.rollout_s += time.perf_counter() - t0
         self.stats.regular_tokens += sum(c.n_tokens for row in regular for c in row)
         self.stats.calls += 1
         return texts, [r + d for r, d in zip(regular, dbs, strict=True)]

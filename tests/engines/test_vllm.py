@@ -66,6 +66,50 @@ def test_requests_batched_in_one_call_equal_separate_calls(vllm_engine):
     assert vllm_engine.continue_requests([]) == []
 
 
+class _Alone:
+    """The engine without ``interleave``: run_programs runs each program in turn (one batch per step)."""
+
+    def __init__(self, engine):
+        self.engine, self.steps = engine, 0
+
+    def continue_requests(self, requests):
+        return self.engine.continue_requests(requests)
+
+
+def _count_steps(engine, monkeypatch) -> list[int]:
+    core, count = engine.llm.llm_engine, [0]
+    step = core.step
+
+    def counted():
+        count[0] += 1
+        return step()
+
+    monkeypatch.setattr(core, "step", counted)
+    return count
+
+
+def test_programs_interleaved_get_what_they_get_alone_in_fewer_engine_steps(vllm_engine, monkeypatch):
+    """A rollout's regular samples and its DBS rounds as programs (run_programs): on vLLM they share the
+    engine's steps (``interleave``), and every program gets the continuations it gets when run alone."""
+    from codethinker.engines.base import PrefixRequest, one_call, run_programs
+    from codethinker.sampling.dbs import DBSRun
+
+    prompts = [vllm_engine.apply_chat_template([{"role": "user", "content": c}]) for c in ("hi", "ho", "yo")]
+    score = lambda t: float(len(t) % 3)  # noqa: E731  uneven budgets
+    cfg = DBSConfig(budget=4, max_tokens=24, block_stop=["e"], final_stop=["o"], seed=11)
+
+    def programs():
+        return [one_call(PrefixRequest(prompts, 4, ["o"], 24, 1.0, 5)), DBSRun(prompts, [score] * 3, cfg).program()]
+
+    steps = _count_steps(vllm_engine, monkeypatch)
+    alone = run_programs(_Alone(vllm_engine), programs())
+    n_alone, steps[0] = steps[0], 0
+    together = run_programs(vllm_engine, programs())
+    assert together[0] == alone[0]
+    assert [[c.text for c in r.completions] for r in together[1]] == [[c.text for c in r.completions] for r in alone[1]]
+    assert 0 < steps[0] < n_alone, (steps[0], n_alone)
+
+
 def test_sleep_mode_is_a_no_op_on_the_cpu_build(vllm_engine):
     """grpo.vllm_sleep asks for sleep mode; vLLM has it on CUDA only, so the CPU build runs without it
     and sleep/wake_up change nothing (the fixture is built with sleep_mode=True)."""
