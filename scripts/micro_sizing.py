@@ -1,4 +1,4 @@
-"""Sizing experiment for the learnable micro run (issue 10): how many tokens must a from-scratch
+"""Sizing experiment for the learnable micro run: how many tokens must a from-scratch
 micro Qwen2 see before it writes valid ConTra traces for held-out short synthetic programs?
 
     python scripts/micro_sizing.py data --out .gpu            # here: generate, trace, render (1 min)

@@ -52,7 +52,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path) ->
     return build_tiny_model(out, tokenizer_dir, seed=0)
 
 
-# --- training / engines (issue 4) ----------------------------------------------------------------
+# --- training / engines -------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")

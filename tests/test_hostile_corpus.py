@@ -169,7 +169,7 @@ def _params():
 
 def test_corpus_is_large_enough():
     assert len(FILES) >= 30
-    assert len([p for p in FILES if p.name.startswith("a_")]) >= 8  # the process-model round (issue 9)
+    assert len([p for p in FILES if p.name.startswith("a_")]) >= 8  # the process-model attacks
     for path in FILES:
         head = header(path)
         assert head.get("expect"), f"{path.name} has no '# expect:' header"

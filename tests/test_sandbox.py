@@ -307,7 +307,7 @@ def test_result_frames_are_never_unpickled():
 
 def test_a_value_repeating_one_big_string_is_refused_in_the_sample(sb):
     """Shared references cannot expand in the parent: the encoder stops at the frame cap, so the
-    sample gets ResultNotSerializable instead of a 600 MB truth (issue 9)."""
+    sample gets ResultNotSerializable instead of a 600 MB truth."""
     res = sb.run(Job("def f():\n    s = 'x' * 100_000\n    return [s] * 100_000"))
     assert (res.status, res.error_type) == ("error", "ResultNotSerializable")
 
@@ -666,7 +666,7 @@ def test_dead_worker_sandbox_is_restarted():
 
 def test_a_map_ended_by_ctrl_c_leaves_no_stale_job_for_the_next():
     """Ctrl-C in the middle of a map: the processes still running its jobs are ended, so their
-    results cannot land in the next map's list at the same index (found in review, issue 9)."""
+    results cannot land in the next map's list at the same index."""
     import signal as _signal
     import threading as _threading
 

@@ -1,4 +1,4 @@
-"""ReflexiCoder's response format (issue 14, docs/reflexicoder.md): reason, answer, then reflect and revise.
+"""ReflexiCoder's response format (docs/reflexicoder.md): reason, answer, then reflect and revise.
 
 A response is, with only whitespace between and around the sections::
 

@@ -5,7 +5,7 @@ generation (``n_regular + n_dbs`` consecutive copies; ENVIRONMENT.md); it return
 per copy: first the regular samples, then the DBS samples (:mod:`codethinker.sampling.dbs`,
 scored by a prefix PRM bound to the prompt's ground truth).
 
-Policy sync (verl issue #7495 is a rollout engine that kept sampling from the initial weights):
+Policy sync (github.com/volcengine/verl/issues/7495: a rollout engine that kept sampling from the initial weights):
 - ``vllm``: before the first rollout after each optimizer step the trainer's policy is saved and
   pushed to the engine: its LoRA adapter under a new adapter id (``push="lora"``,
   :meth:`VLLMEngine.set_lora`), or all its weights, loaded in place (``push="full"``, GRPO with

@@ -1,5 +1,5 @@
 """tracer under attack: a sample that touches the tracer's hooks is untraceable, never a false truth;
-a forged runner result of the wrong shape costs only its own sample (issue 9)."""
+a forged runner result of the wrong shape costs only its own sample."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""White space, huge numbers and hash collisions in LOCALS and RETURN (issue 9).
+"""White space, huge numbers and hash collisions in LOCALS and RETURN.
 
 White space counts only where Python's tokenizer allows it; the spacing fast path and the parser
 agree on every text; numbers, sets and dicts that would cost quadratic work are rejected by rule,

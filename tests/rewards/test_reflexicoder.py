@@ -1,4 +1,4 @@
-"""ReflexiCoder's reward: each component and the total, by hand, for the six trajectories of issue 14
+"""ReflexiCoder's reward: each component and the total, by hand, for the six trajectories of docs/reflexicoder.md
 (improving, stagnating below the maximum, converged at the maximum, degrading, too many cycles, broken
 format); valid, invalid and mixed batches; the config; the pass rates through the real judge.
 
