@@ -33,6 +33,7 @@ verl-env:
 
 ## run: install, then the whole pipeline on the embedded default (params.yaml base.profile)
 run: install
+	$(VENV)/bin/codethinker check-params
 	$(VENV)/bin/dvc config core.analytics false
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc repro
 

@@ -204,11 +204,42 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def cmd_check_params(args: argparse.Namespace) -> int:
+    import time
+
+    from codethinker.config.check import check_params
+    from codethinker.params import ParamsError
+
+    start = time.perf_counter()
+    try:
+        checked = check_params(args.params, args.profile)
+    except ParamsError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"{args.params}: {len(checked)} sections valid ({time.perf_counter() - start:.2f} s)")
+    return 0
+
+
+def cmd_plots(args: argparse.Namespace) -> int:
+    from codethinker.ops.plots import render_all
+
+    if not (Path(args.root) / "dvc.yaml").is_file():
+        raise UsageError(f"{args.root}: no dvc.yaml here (--root names the project folder)")
+    done = render_all(args.root, args.out)
+    for path in done["written"]:
+        print(path)
+    for name, files in done["skipped"].items():
+        print(f"skipped {name}: missing {', '.join(files)}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from codethinker.params import PROFILES
     from codethinker.rewards.crm import MAX_ALPHA
 
     p = _Parser(prog="codethinker", description=__doc__.split("\n")[0])
+    from codethinker import __version__
+
+    p.add_argument("--version", action="version", version=f"codethinker {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     t = sub.add_parser("trace", help="print the ground-truth ConTra trace of f(input)")
     t.add_argument("--code", required=True, help="Python file that defines the function")
@@ -257,6 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--show-params", action="store_true", help="print the params resolved for the profile instead, one per line"
     )
     f.set_defaults(func=cmd_preflight)
+    c = sub.add_parser("check-params", help="check every section of params.yaml as its stage will (exit 2 on a slip)")
+    c.add_argument("--params", default="params.yaml", help="the params file (default: params.yaml)")
+    c.add_argument("--profile", choices=PROFILES, help="resolve for this profile (default: its base.profile)")
+    c.set_defaults(func=cmd_check_params)
+    g = sub.add_parser("plots", help="render dvc.yaml's plots as PNG images, offline (one per plot + plots.png)")
+    g.add_argument("--out", default="docs/img", help="folder of the images (default: docs/img)")
+    g.add_argument("--root", default=".", help="the project folder holding dvc.yaml (default: .)")
+    g.set_defaults(func=cmd_plots)
     _check_numeric_options(p)
     return p
 

@@ -56,6 +56,7 @@ from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.tasks import exponential_backoff
 
+from codethinker.config.check import check_params
 from codethinker.config.loader import ParamsFile
 from codethinker.errors import CodethinkerError, error_line
 from codethinker.ops.runs import pipeline_run
@@ -112,6 +113,7 @@ def run_preflight_step(params_file: Path, sections: list[str], logger: Any) -> l
     probe, else nothing (a log line). :class:`PreflightFailed` when a check fails or the params
     do not resolve."""
     try:
+        check_params(params_file)  # every section as its stage reads it: a slip stops the flow before DVC
         planned = plan_checks(ParamsFile.read(params_file), params_file.parent, sections)
     except ParamsError as exc:
         raise PreflightFailed(f"preflight: {exc}") from None

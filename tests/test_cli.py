@@ -360,7 +360,7 @@ def test_subprocess_round_trip(tmp_path, prog):
     one_line_error(res.stderr)
 
 
-# --------------------------------------------------------------------------- numeric options and truth files (issue 9)
+# --------------------------------------------------------------------------- numeric options and truth files ---------
 @pytest.fixture
 def plain_truth(tmp_path: Path) -> tuple[Path, Path]:
     """A truth JSON and its own trace as the rollout, built without the sandbox."""
@@ -488,7 +488,7 @@ def test_alpha_bound_is_the_reward_s():
     CRMConfig(alpha=MAX_ALPHA)
 
 
-# --------------------------------------------------------------------------- preflight (issue 11)
+# --------------------------------------------------------------------------- preflight ----------
 @pytest.fixture
 def models_server():
     """A real OpenAI-compatible ``GET /v1/models`` on 127.0.0.1 serving ``Qwen/Qwen3-32B``."""
@@ -621,3 +621,104 @@ def test_report_finds_dvc_beside_the_interpreter_without_path(monkeypatch, tmp_p
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     with pytest.raises(CommandError, match=r"no `dvc` was found \(make install\)"):
         dvc_command()
+
+
+# --------------------------------------------------------------------------- check-params and plots
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _misspelled(tmp_path: Path, old: str, new: str) -> Path:
+    text = (REPO / "params.yaml").read_text()
+    assert old in text
+    out = tmp_path / "params.yaml"
+    out.write_text(text.replace(old, new, 1))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "hint"),
+    [
+        ("  learning_rate: {default: 1.0e-4", "  learning_rte: {default: 1.0e-4", "grpo.learning_rte: unknown key"),
+        ("  profile: default ", "  profile: defualt ", "did you mean default?"),
+        ("\nast_filter:\n", "\nast_filtr:\n", "did you mean ast_filter?"),
+    ],
+)
+def test_check_params_names_a_slip_with_its_suggestion_in_one_line_under_two_seconds(tmp_path, old, new, hint):
+    import time
+
+    params = _misspelled(tmp_path, old, new)
+    start = time.perf_counter()
+    res = subprocess.run(
+        [*cli_command(), "check-params", "--params", str(params)], capture_output=True, text=True, timeout=60
+    )
+    took = time.perf_counter() - start
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and hint in res.stderr and str(params) in res.stderr
+    if hint.startswith("grpo."):
+        assert "did you mean learning_rate?" in res.stderr
+    assert took < 2.0, f"check-params took {took:.2f} s"
+
+
+def test_check_params_accepts_the_committed_file_without_importing_torch():
+    code = (
+        "import sys; from codethinker.config.check import check_params; "
+        "n = check_params('params.yaml'); "
+        "print(len(n), sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'vllm')))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    count, heavy = res.stdout.split(" ", 1)
+    assert int(count) >= 19 and heavy.strip() == "[]"
+
+
+def test_make_run_checks_the_params_before_dvc_can_remove_an_output():
+    recipe = (REPO / "Makefile").read_text().split("\nrun: install\n", 1)[1].split("\n\n", 1)[0]
+    commands = [line.strip() for line in recipe.splitlines()]
+    assert commands[0].endswith("codethinker check-params")
+    assert any("dvc repro" in c for c in commands[1:])
+
+
+def test_plots_renders_every_dvc_plot_offline_with_titled_axes(tmp_path):
+    import csv
+
+    (tmp_path / "dvc.yaml").write_text(
+        "stages: {}\nplots:\n"
+        "  - reward:\n      title: GRPO reward\n      x: step\n      x_label: GRPO step\n      y_label: reward\n"
+        "      y:\n        plots/r.csv: [a, b]\n"
+        "  - absent:\n      x: step\n      y:\n        plots/none.csv: c\n"
+    )
+    (tmp_path / "plots").mkdir()
+    with open(tmp_path / "plots" / "r.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "a", "b"])
+        w.writerows([[1, 0.5, 1.0], [2, "", 2.0], [3, 1.5, 2.5]])
+    from codethinker.ops.plots import plot_specs, read_series
+
+    spec = plot_specs(tmp_path)[0]
+    assert (spec.title, spec.x_label, spec.y_label, spec.series) == (
+        "GRPO reward",
+        "GRPO step",
+        "reward",
+        (("plots/r.csv", "a"), ("plots/r.csv", "b")),
+    )
+    assert read_series(tmp_path / "plots" / "r.csv", "step", "a") == ([1.0, 3.0], [0.5, 1.5])  # empty cell left out
+    assert main(["plots", "--root", str(tmp_path), "--out", str(tmp_path / "img")]) == 0
+    made = sorted(p.name for p in (tmp_path / "img").iterdir())
+    assert made == ["plots.png", "reward.png"]  # the plot whose file is missing is skipped, not drawn empty
+    assert (tmp_path / "img" / "reward.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_plot_of_the_project_has_a_title_and_axis_labels():
+    from codethinker.ops.plots import plot_specs
+
+    raw = __import__("yaml").safe_load((REPO / "dvc.yaml").read_text())["plots"]
+    assert all({"title", "x_label", "y_label"} <= set(d) for entry in raw for d in entry.values())
+    assert len(plot_specs(REPO)) == len(raw)
+
+
+def test_version(capsys):
+    from codethinker import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"codethinker {__version__}"

@@ -200,6 +200,7 @@ class ParamsFile:
         name = profile if profile is not None else (base.get("profile", "default") if isinstance(base, dict) else None)
         if not isinstance(base, dict) or name not in PROFILES:
             what = f"must be a mapping, got {_show(base)}" if not isinstance(base, dict) else f"got {name!r}"
+            what += f"; did you mean {c}?" if isinstance(base, dict) and (c := _closest(name, PROFILES)) else ""
             raise ConfigError(f"{p}: base.profile: must be one of {', '.join(PROFILES)}; {what}")
         for key in [k for k in raw if k not in sections] if sections is not None else []:
             hint = f"did you mean {c}?" if (c := _closest(key, sections)) else f"the sections: {', '.join(sections)}"

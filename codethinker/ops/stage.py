@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from codethinker.errors import CodethinkerError, error_line, one_line
+from codethinker.logs import quiet_libraries
 from codethinker.ops.runs import stage_run
 
 __all__ = ["PathArg", "StageArgs", "path", "stage_args", "stage_main", "stage_run"]
@@ -58,6 +59,7 @@ def stage_main(fn: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        quiet_libraries()  # before the stage imports vLLM, transformers or TRL
         try:
             return fn(*args, **kwargs)
         except CodethinkerError as exc:

@@ -28,7 +28,7 @@ from typing import Any
 
 from codethinker.rewards.score import Score
 from codethinker.training.checkpoint import checkpoint_dir, fingerprint, last_checkpoint, save_policy
-from codethinker.training.common import MetricsCallback, model_dtype, precision
+from codethinker.training.common import model_dtype, precision
 from codethinker.training.grpo import (
     GRPOParams,
     load_grpo_rows,
@@ -422,13 +422,15 @@ def run_grpo_local(
 
     reward = reward_func(p)
     stats = StepStats(reward)
+    from codethinker.training.callbacks import MetricsCallback, quiet_progress
+
     cb = MetricsCallback(run, plot_csv, extra=stats, columns=PLOT_COLUMNS)
     trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])
     stats.rollout = rollout
     resume = last_checkpoint(ck)
     stats.t_last = time.perf_counter()
     try:
-        result = trainer.train(resume_from_checkpoint=resume)
+        result = quiet_progress(trainer).train(resume_from_checkpoint=resume)
         policy = trainer.accelerator.unwrap_model(trainer.model)
         save_policy(policy, trainer.processing_class, out, lora=p.finetune == "lora")
     finally:

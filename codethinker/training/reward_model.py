@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.rewards.recode import ProcessRewardModel
-from codethinker.training.common import MetricsCallback, precision
+from codethinker.training.common import precision
 
 __all__ = ["RewardModelParams", "pair_accuracy", "run_reward_model"]
 
@@ -134,9 +134,11 @@ def run_reward_model(
         raise ValueError(f"reward_model: none of the {len(train)} train pairs fits max_length={p.max_length}")
     if curve is not None and curve.exists():
         curve.unlink()
+    from codethinker.training.callbacks import MetricsCallback, quiet_progress
+
     cb = MetricsCallback(run, curve, columns=CURVE_COLUMNS)
     trainer = _trainer(model, probe.tok, kept, out, p, seed, cb)
-    result = trainer.train()
+    result = quiet_progress(trainer).train()
     trainer.model.config.pad_token_id = probe.tok.pad_token_id
     trainer.save_model(str(out))
     probe.tok.save_pretrained(str(out))

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, save_policy
-from codethinker.training.common import FINETUNE, LoRAParams, MetricsCallback, model_dtype, precision
+from codethinker.training.common import FINETUNE, LoRAParams, model_dtype, precision
 
 __all__ = [
     "SFTParams",
@@ -275,6 +275,8 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     kept, lengths, too_long = fitting_rows(rows, n_chars, p)
     train_rows, copies, copy_steps = training_order(kept, lengths, n_chars, p)
     ck, resume = prepare_checkpoints(out, fingerprint(p, data, train_rows, model))  # the rows it trains on
+    from codethinker.training.callbacks import MetricsCallback, quiet_progress
+
     cb = MetricsCallback(
         run,
         out / "train_log.csv",
@@ -282,7 +284,7 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     )
     args = sft_config(ck, p, len(train_rows), ordered=bool(copies))
     trainer = make_sft_trainer(model, tok, Dataset.from_list(train_rows), args, p, callbacks=[cb])
-    result = trainer.train(resume_from_checkpoint=resume)
+    result = quiet_progress(trainer).train(resume_from_checkpoint=resume)
     save_policy(trainer.model, tok, out, lora=p.finetune == "lora")
     losses = [h["loss"] for h in cb.history if "loss" in h]
     tokens = max((h.get("num_tokens", 0.0) for h in cb.history), default=0.0)  # TRL: tokens trained on, padding out

@@ -1,0 +1,62 @@
+"""How loud a stage is: the project's own lines (a stage's start, progress bars, its result) always; the
+libraries it drives (vLLM, TRL, transformers, MLflow, Prefect) at WARNING unless ``CODETHINKER_LOG`` is
+``info`` or ``debug``; training curves go to MLflow and the DVC plot CSVs, not to stdout per step.
+
+``quiet_libraries()`` runs before a stage imports any of them (``codethinker.ops.stage.stage_main``): vLLM
+and transformers read their levels from the environment when they are imported.
+
+>>> import os; os.environ.pop("CODETHINKER_LOG", None); verbose()
+False
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+
+__all__ = ["LEVEL_ENV", "LIBRARIES", "quiet_libraries", "verbose"]
+
+LEVEL_ENV = "CODETHINKER_LOG"
+LIBRARIES = (
+    "vllm",
+    "transformers",
+    "trl",
+    "accelerate",
+    "peft",
+    "datasets",
+    "sentence_transformers",
+    "mlflow",
+    "alembic",
+    "prefect",
+    "httpx",
+    "urllib3",
+    "torch",
+)
+# warnings that say nothing a user can act on: TRL's vLLM version range (the CPU build pins its own),
+# vLLM's and torch's deprecations inside their own code, Triton without a CPU backend
+NOISE = (
+    r"TRL currently supports vLLM versions",
+    r"`torch\.distributed\.reduce_op` is deprecated",
+)
+
+
+def verbose() -> bool:
+    """``CODETHINKER_LOG`` asks for the libraries' own INFO/DEBUG lines."""
+    return os.environ.get(LEVEL_ENV, "").strip().lower() in ("info", "debug", "verbose")
+
+
+def quiet_libraries() -> None:
+    """Set the libraries' levels to WARNING (nothing when :func:`verbose`); idempotent. An environment
+    variable the user set (``VLLM_LOGGING_LEVEL``, ``TRANSFORMERS_VERBOSITY``) is kept."""
+    if verbose():
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", os.environ[LEVEL_ENV].strip().upper().replace("VERBOSE", "DEBUG"))
+        return
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # per-file download bars, not the stage's own
+    for name in LIBRARIES:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    for pattern in NOISE:
+        warnings.filterwarnings("ignore", message=pattern)

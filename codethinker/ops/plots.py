@@ -1,0 +1,135 @@
+"""The plots of ``dvc.yaml`` as static images, rendered offline.
+
+``dvc plots show`` writes an HTML page whose chart library comes from a CDN, so it is blank without a
+network. This renders the same top-level ``plots:`` definitions (``x``, ``y: {file: [columns]}``,
+``title``, ``x_label``, ``y_label``) with matplotlib: one PNG per plot, a colour and a legend entry per
+series, titled axes, plus one overview image holding every plot (``plots.png``).
+
+Run: ``codethinker plots --out docs/img`` (after ``dvc repro``; a plot whose file is missing is skipped
+and named).
+
+>>> specs = plot_specs(".")  # doctest: +SKIP
+>>> [s.name for s in specs][:1]  # doctest: +SKIP
+['grpo_reward_by_kind']
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["PlotSpec", "plot_specs", "read_series", "render_all"]
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    name: str
+    title: str
+    x: str
+    x_label: str
+    y_label: str
+    series: tuple[tuple[str, str], ...]  # (csv file, column)
+
+
+def plot_specs(root: str | Path = ".") -> list[PlotSpec]:
+    """The top-level ``plots:`` of ``root/dvc.yaml`` (a list of one-key mappings, DVC's layout)."""
+    doc = yaml.safe_load((Path(root) / "dvc.yaml").read_text()) or {}
+    specs = []
+    for entry in doc.get("plots") or []:
+        if not isinstance(entry, dict):  # a bare file path: DVC's defaults, nothing to title
+            continue
+        for name, d in entry.items():
+            d = d or {}
+            series = []
+            for file, cols in (d.get("y") or {}).items():
+                series += [(file, c) for c in ([cols] if isinstance(cols, str) else cols)]
+            x = d.get("x", "step")
+            specs.append(
+                PlotSpec(
+                    name=name,
+                    title=d.get("title", name),
+                    x=x,
+                    x_label=d.get("x_label", x),
+                    y_label=d.get("y_label", ", ".join(c for _, c in series)),
+                    series=tuple(series),
+                )
+            )
+    return specs
+
+
+def read_series(path: Path, x: str, column: str) -> tuple[list[float], list[float]]:
+    """(xs, ys) of one CSV column against ``x``; empty or non-numeric cells are left out."""
+    xs, ys = [], []
+    with path.open(newline="") as f:
+        for row in csv.DictReader(f):
+            try:
+                xv, yv = float(row[x]), float(row[column])
+            except (KeyError, TypeError, ValueError):
+                continue
+            xs.append(xv)
+            ys.append(yv)
+    return xs, ys
+
+
+def _draw(ax: Any, spec: PlotSpec, root: Path) -> list[str]:
+    """Draw one plot on ``ax``; returns the files it could not read."""
+    missing = []
+    for i, (file, column) in enumerate(spec.series):
+        path = root / file
+        if not path.exists():
+            missing.append(file)
+            continue
+        xs, ys = read_series(path, spec.x, column)
+        style = "-o" if len(xs) < 3 else "-"  # a run of one or two points stays visible
+        ax.plot(xs, ys, style, color=f"C{i % 10}", label=column, lw=1.4)
+    ax.set_title(spec.title, fontsize=10)
+    ax.set_xlabel(spec.x_label)
+    ax.set_ylabel(spec.y_label)
+    ax.grid(alpha=0.3)
+    if len(spec.series) > 1:
+        ax.legend(fontsize=7)
+    return missing
+
+
+def render_all(root: str | Path = ".", out: str | Path = "docs/img") -> dict[str, Any]:
+    """One PNG per plot of ``root/dvc.yaml`` and ``plots.png`` with all of them; returns what was written
+    and what was skipped (a plot none of whose files exists)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    root, out = Path(root), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written, skipped = [], {}
+    drawable = []
+    for spec in plot_specs(root):
+        fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
+        missing = _draw(ax, spec, root)
+        if len(missing) == len({f for f, _ in spec.series}):
+            skipped[spec.name] = missing
+            plt.close(fig)
+            continue
+        fig.tight_layout()
+        fig.savefig(out / f"{spec.name}.png")
+        plt.close(fig)
+        written.append(str(out / f"{spec.name}.png"))
+        drawable.append(spec)
+    if drawable:
+        cols = 2 if len(drawable) > 1 else 1
+        rows = math.ceil(len(drawable) / cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 3.4 * rows), dpi=100, squeeze=False)
+        for ax, spec in zip(axes.flat, drawable, strict=False):
+            _draw(ax, spec, root)
+        for ax in list(axes.flat)[len(drawable) :]:
+            ax.axis("off")
+        fig.tight_layout()
+        fig.savefig(out / "plots.png")
+        plt.close(fig)
+        written.append(str(out / "plots.png"))
+    return {"written": written, "skipped": skipped}

@@ -1,0 +1,96 @@
+"""Stages are quiet where they should be: the libraries at WARNING, the trainers' bar without the per-step
+dict under it; ``CODETHINKER_LOG=debug`` gives the libraries' own lines back."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from transformers import Trainer, TrainingArguments
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+from codethinker.logs import LEVEL_ENV, quiet_libraries
+from codethinker.training.callbacks import quiet_progress
+
+
+class _Tiny(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Linear(2, 1)
+
+    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> dict:
+        return {"loss": ((self.w(x).squeeze(-1) - labels) ** 2).mean()}
+
+
+def _trainer(tmp_path, disable_tqdm: bool = False) -> Trainer:
+    data = [{"x": torch.tensor([float(i), 1.0]), "labels": torch.tensor(float(i))} for i in range(8)]
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        max_steps=4,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=disable_tqdm,
+    )
+    return Trainer(model=_Tiny(), args=args, train_dataset=data)
+
+
+class TestQuietProgress:
+    def test_the_bar_stays_and_the_per_step_dict_goes(self, tmp_path, capsys, monkeypatch):
+        monkeypatch.delenv(LEVEL_ENV, raising=False)
+        trainer = quiet_progress(_trainer(tmp_path))
+        bars = [c for c in trainer.callback_handler.callbacks if isinstance(c, ProgressCallback)]
+        assert len(bars) == 1 and type(bars[0]) is not ProgressCallback
+        trainer.train()
+        out = capsys.readouterr()
+        assert "'loss'" not in out.out + out.err  # the dict a plain ProgressCallback writes every step
+        assert "4/4" in out.err  # the bar, with its count
+
+    def test_without_the_bar_the_printer_goes_too(self, tmp_path, capsys, monkeypatch):
+        monkeypatch.delenv(LEVEL_ENV, raising=False)
+        trainer = quiet_progress(_trainer(tmp_path, disable_tqdm=True))
+        assert not any(isinstance(c, PrinterCallback | ProgressCallback) for c in trainer.callback_handler.callbacks)
+        trainer.train()
+        assert "'loss'" not in capsys.readouterr().out
+
+    def test_the_plain_trainer_prints_the_dict_that_is_dropped(self, tmp_path, capsys):
+        _trainer(tmp_path).train()  # the behaviour quiet_progress removes, seen here so the test above can fail
+        out = capsys.readouterr()
+        assert "'loss'" in out.out + out.err
+
+    def test_verbose_keeps_the_trainer_as_it_is(self, tmp_path, monkeypatch):
+        monkeypatch.setenv(LEVEL_ENV, "debug")
+        trainer = quiet_progress(_trainer(tmp_path))
+        assert any(type(c) is ProgressCallback for c in trainer.callback_handler.callbacks)
+
+
+class TestQuietLibraries:
+    @pytest.fixture(autouse=True)
+    def _restore(self, monkeypatch):
+        for var in ("VLLM_LOGGING_LEVEL", "TRANSFORMERS_VERBOSITY", LEVEL_ENV):
+            monkeypatch.delenv(var, raising=False)
+        levels = {n: logging.getLogger(n).level for n in ("vllm", "trl")}
+        yield
+        for n, level in levels.items():
+            logging.getLogger(n).setLevel(level)
+
+    def test_libraries_at_warning_and_a_users_own_setting_kept(self, monkeypatch):
+        import os
+
+        monkeypatch.setenv("TRANSFORMERS_VERBOSITY", "info")
+        quiet_libraries()
+        assert os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
+        assert os.environ["TRANSFORMERS_VERBOSITY"] == "info"
+        assert logging.getLogger("trl").level == logging.WARNING
+
+    def test_codethinker_log_debug_asks_for_the_libraries_lines(self, monkeypatch):
+        import os
+
+        monkeypatch.setenv(LEVEL_ENV, "debug")
+        logging.getLogger("trl").setLevel(logging.NOTSET)
+        quiet_libraries()
+        assert os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
+        assert logging.getLogger("trl").level == logging.NOTSET
