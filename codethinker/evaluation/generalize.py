@@ -23,7 +23,7 @@ import math
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -180,6 +180,17 @@ class GenConfig:
             raise ValueError("limit must be >= 1 or null")
 
 
+def status_counts(statuses: Iterable[str]) -> dict[str, int]:
+    """How many answers ended in each status, as a metrics mapping: the ``error`` status is counted under
+    ``errored``, because DVC cannot load a metrics file with a key named ``error`` ("DVC failed to load
+    some metrics").
+
+    >>> status_counts(["pass", "error", "error"])
+    {'pass': 1, 'errored': 2}
+    """
+    return {("errored" if s == "error" else s): n for s, n in Counter(statuses).items()}
+
+
 def evaluate_task(
     engine: Any, task: Task, items: Sequence[Item], config: GenConfig
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -230,7 +241,7 @@ def evaluate_task(
         "n_problems": len(items),
         "n_answers": len(records),
         **ci.as_dict("pass1"),
-        "statuses": dict(Counter(r["status"] for r in records)),
+        "statuses": status_counts(r["status"] for r in records),
         "tokens_mean": sum(tokens) / len(tokens) if tokens else None,
         "truncated_rate": sum(r["finish"] == "length" for r in records) / len(records) if records else None,
         "gen_seconds": round(gen_s, 2),

@@ -93,3 +93,53 @@ def test_the_same_folder_with_good_params_and_input_runs(tmp_path):
     out = tmp_path / "out"
     assert json.loads((out / "metrics.json").read_text())["problems"] == 1
     assert (out / "functions.jsonl").read_bytes() != before["functions.jsonl"]
+
+
+# --- through DVC: the metrics and plots a stage committed survive its failure ------------------------
+
+
+def test_every_metrics_and_plots_file_of_the_pipeline_is_kept_when_its_stage_fails():
+    import yaml
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    loose = []
+    for name, stage in stages.items():
+        stage = stage.get("do", stage)
+        for kind in ("outs", "metrics", "plots"):
+            for entry in stage.get(kind) or []:
+                path, opts = next(iter(entry.items())) if isinstance(entry, dict) else (entry, {})
+                if str(path).startswith(("metrics/", "plots/")) and not (opts or {}).get("persist"):
+                    loose.append(f"{name}: {path}")
+    assert not loose, f"DVC removes these before the stage runs, so a failing stage loses them: {loose}"
+
+
+@pytest.mark.skipif(not (Path(sys.executable).parent / "dvc").exists(), reason="dvc is not installed in this venv")
+def test_dvc_repro_of_a_stage_stopped_by_a_misspelled_key_leaves_its_committed_metrics(tmp_path):
+    """The real path: a stage whose params.yaml has a slip, run by ``dvc repro``; its committed metrics and
+    plot (``persist: true``) are as they were; its cached output comes back with ``dvc checkout``."""
+    dvc = str(Path(sys.executable).parent / "dvc")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CODETHINKER_TRACKING="off", DVC_NO_ANALYTICS="1")
+    run = lambda *a: subprocess.run(a, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # noqa: E731
+    assert run("git", "init", "-q").returncode == 0 and run(dvc, "init", "-q").returncode == 0
+    (tmp_path / "params.yaml").write_text(PARAMS)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "problems.jsonl").write_text(ONE_PROBLEM)
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  ast_filter:\n"
+        f"    cmd: {sys.executable} -m stages.ast_filter --problems in/problems.jsonl --out out/functions.jsonl"
+        " --metrics metrics/ast_filter.json\n"
+        "    deps: [in/problems.jsonl]\n    params: [ast_filter]\n    outs: [out/functions.jsonl]\n"
+        "    metrics:\n      - metrics/ast_filter.json:\n          cache: false\n          persist: true\n"
+    )
+    first = run(dvc, "repro", "-q")
+    assert first.returncode == 0, first.stderr
+    committed = (tmp_path / "metrics" / "ast_filter.json").read_bytes()
+    (tmp_path / "params.yaml").write_text(PARAMS.replace("  min_lines: 5", "  min_line: 4", 1))
+    second = run(dvc, "repro", "-q")
+    assert second.returncode != 0 and "ast_filter.min_line: unknown key" in second.stderr + second.stdout
+    assert "did you mean min_lines?" in second.stderr + second.stdout
+    assert (tmp_path / "metrics" / "ast_filter.json").read_bytes() == committed  # persist: kept
+    assert not (tmp_path / "out" / "functions.jsonl").exists()  # removed by DVC before the command ran ...
+    (tmp_path / "params.yaml").write_text(PARAMS)
+    assert run(dvc, "checkout", "out/functions.jsonl").returncode == 0  # ... and back from DVC's cache
+    assert (tmp_path / "out" / "functions.jsonl").exists()
