@@ -722,3 +722,25 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"codethinker {__version__}"
+
+
+def test_plots_draws_the_funnel_and_the_held_out_evaluation_from_their_metrics(tmp_path):
+    from codethinker.ops.plots import funnel_steps
+
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    (tmp_path / "metrics").mkdir()
+    funnel = {
+        "default": {
+            "steps": [
+                {"step": "0 source", "count": 1890, "unit": "problems", "paper": None},
+                {"step": "1 static filter", "count": 1472, "unit": "functions", "paper": 1673},
+            ]
+        }
+    }
+    (tmp_path / "metrics" / "funnel.json").write_text(json.dumps(funnel))
+    row = {"reward": 0.2, "reward_ci_low": 0.1, "reward_ci_high": 0.3, "sampled_reward": 0.05}
+    te = {"after_sft": {"shape_disjoint": row}, "after_grpo": {"shape_disjoint": row}}
+    (tmp_path / "metrics" / "train_eval.json").write_text(json.dumps(te))
+    assert funnel_steps(funnel) == [("0 source", 1890, "problems", None), ("1 static filter", 1472, "functions", 1673)]
+    assert main(["plots", "--root", str(tmp_path), "--out", str(tmp_path / "img")]) == 0
+    assert sorted(p.name for p in (tmp_path / "img").iterdir()) == ["funnel.png", "train_eval.png"]

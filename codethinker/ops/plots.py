@@ -3,7 +3,9 @@
 ``dvc plots show`` writes an HTML page whose chart library comes from a CDN, so it is blank without a
 network. This renders the same top-level ``plots:`` definitions (``x``, ``y: {file: [columns]}``,
 ``title``, ``x_label``, ``y_label``) with matplotlib: one PNG per plot, a colour and a legend entry per
-series, titled axes, plus one overview image holding every plot (``plots.png``).
+series, titled axes, plus one overview image holding every plot (``plots.png``); and two charts DVC's
+plots cannot draw from their files: the data funnel (``funnel.png``, from ``metrics/funnel.json``) and the
+held-out evaluation with its intervals (``train_eval.png``, from ``metrics/train_eval.json``).
 
 Run: ``codethinker plots --out docs/img`` (after ``dvc repro``; a plot whose file is missing is skipped
 and named).
@@ -16,6 +18,7 @@ and named).
 from __future__ import annotations
 
 import csv
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +26,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["PlotSpec", "plot_specs", "read_series", "render_all"]
+__all__ = ["PlotSpec", "funnel_steps", "plot_specs", "read_series", "render_all", "render_funnel", "render_train_eval"]
 
 
 @dataclass(frozen=True)
@@ -132,4 +135,87 @@ def render_all(root: str | Path = ".", out: str | Path = "docs/img") -> dict[str
         fig.savefig(out / "plots.png")
         plt.close(fig)
         written.append(str(out / "plots.png"))
+    for render, source in ((render_funnel, FUNNEL), (render_train_eval, TRAIN_EVAL)):
+        made = render(root, out)
+        if made:
+            written.append(str(made))
+        else:
+            skipped[Path(source).stem] = [source]
     return {"written": written, "skipped": skipped}
+
+
+FUNNEL = "metrics/funnel.json"
+TRAIN_EVAL = "metrics/train_eval.json"
+
+
+def funnel_steps(data: dict[str, Any], profile: str = "default") -> list[tuple[str, int, str, int | None]]:
+    """(step, count, unit, the paper's count) of ``metrics/funnel.json``'s profile, in pipeline order."""
+    block = data.get(profile) or next(iter(data.values()), {})
+    return [(s["step"], int(s["count"]), s.get("unit", ""), s.get("paper")) for s in block.get("steps", [])]
+
+
+def render_funnel(root: Path, out: Path) -> Path | None:
+    """A horizontal bar per funnel step (the count, its unit, the paper's count beside it); None without
+    the file."""
+    import matplotlib.pyplot as plt
+
+    path = root / FUNNEL
+    if not path.is_file():
+        return None
+    steps = funnel_steps(json.loads(path.read_text()))
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(steps) + 1.2), dpi=110)
+    ys = range(len(steps))[::-1]
+    ax.barh(list(ys), [c for _, c, _, _ in steps], color="C0", label="this run (default profile)")
+    papers = [(y, p) for y, (_, _, _, p) in zip(ys, steps, strict=True) if p]
+    if papers:
+        ax.scatter([p for _, p in papers], [y for y, _ in papers], color="C3", marker="|", s=300, label="paper")
+    for y, (_, c, unit, _) in zip(ys, steps, strict=True):
+        ax.text(c, y, f" {c:,} {unit}", va="center", fontsize=8)
+    ax.set_yticks(list(ys), [s for s, _, _, _ in steps])
+    ax.set_xscale("log")
+    top = max([c for _, c, _, _ in steps] + [p for _, p in papers] + [1])
+    ax.set_xlim(right=top * 6)  # room for the labels
+    ax.set_xlabel("items kept (log scale)")
+    ax.set_title("Data funnel: what each step keeps")
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(out / "funnel.png")
+    plt.close(fig)
+    return out / "funnel.png"
+
+
+def render_train_eval(root: Path, out: Path) -> Path | None:
+    """Held-out reward per set and phase (greedy and sampled), each bar with its 95% interval; None without
+    the file."""
+    import matplotlib.pyplot as plt
+
+    path = root / TRAIN_EVAL
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    phases = [p for p in ("before_sft", "after_sft", "after_grpo") if isinstance(data.get(p), dict)]
+    sets = [s for s in ("shape_disjoint", "in_distribution", "leetcode", "synth") if any(s in data[p] for p in phases)]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), dpi=110, sharey=False)
+    for ax, (prefix, what) in zip(axes, (("", "greedy"), ("sampled_", "sampled")), strict=True):
+        width = 0.8 / max(len(phases), 1)
+        for j, phase in enumerate(phases):
+            xs, ys, lo, hi = [], [], [], []
+            for i, s in enumerate(sets):
+                row = data[phase].get(s) or {}
+                if prefix + "reward" in row:
+                    v = row[prefix + "reward"]
+                    xs.append(i + (j - (len(phases) - 1) / 2) * width)
+                    ys.append(v)
+                    lo.append(v - row.get(prefix + "reward_ci_low", v))
+                    hi.append(row.get(prefix + "reward_ci_high", v) - v)
+            if xs:
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, color=f"C{j}", label=phase.replace("_", " "))
+        ax.set_xticks(range(len(sets)), [s.replace("_", " ") for s in sets])
+        ax.set_ylabel("mean CRM reward (0 to 4)")
+        ax.set_title(f"Held-out reward, {what} answers (95% interval)")
+        ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "train_eval.png")
+    plt.close(fig)
+    return out / "train_eval.png"
