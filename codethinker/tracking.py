@@ -53,6 +53,7 @@ __all__ = [
     "enabled",
     "experiment_name",
     "local_uri",
+    "metric_group",
     "open_store",
     "register_adapter",
     "tracking_uri",
@@ -152,6 +153,21 @@ def open_store(root: str | os.PathLike[str]) -> tuple[Any, Any, str, str | None]
     return mlflow, client, exp_id, fallback_from
 
 
+# MLflow names of the trainers' keys (TRL's, the GRPO step statistics) by group: the first prefix that matches
+GROUPS = (
+    (("completions/", "rollout", "dbs_", "cache_", "groups_", "frac_reward_zero_std", "step_s", "sync_s"), "rollout/"),
+    (("rewards/", "reward", "r_proc", "r_res", "fmt_rate", "rcs", "pass_rate", "cycles"), "reward/"),
+)
+
+
+def metric_group(key: str) -> str:
+    """A trainer's metric key under its group's prefix (``train/`` when no group claims it)."""
+    for prefixes, group in GROUPS:
+        if key.startswith(prefixes):
+            return group + key
+    return "train/" + key
+
+
 def clean_key(key: str) -> str:
     return re.sub(r"[^\w\-. :/]", "_", str(key))[:250]
 
@@ -247,6 +263,7 @@ class StageRun:
         artifact_path: str = "adapter",
         tags: dict | None = None,
         upload: bool = True,
+        description: str = "LoRA adapters trained by codethinker (load with peft on model.base)",
     ) -> str | None:
         """Log the adapter folder under this run and register it as a new version of model ``name``.
 
@@ -262,9 +279,7 @@ class StageRun:
         from mlflow.exceptions import MlflowException
 
         try:
-            self._client.create_registered_model(
-                name, description="LoRA adapters trained by codethinker (load with peft on model.base)"
-            )
+            self._client.create_registered_model(name, description=description)
         except MlflowException as exc:
             if "RESOURCE_ALREADY_EXISTS" not in str(exc.error_code):
                 raise
@@ -280,6 +295,11 @@ class StageRun:
             name, source=f"runs:/{self.run_id}/{artifact_path}", run_id=self.run_id, tags=version_tags
         )
         return str(mv.version)
+
+    @property
+    def params(self) -> dict[str, str]:
+        """The params logged to this run so far (flattened keys)."""
+        return dict(self._params)
 
     @property
     def mlflow(self) -> Any | None:

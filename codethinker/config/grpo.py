@@ -63,6 +63,13 @@ class GRPOConfig(Section):
         values = {"seed": params.base.seed, "init": params.policy, "trace_thoughts": trace_thoughts(params)}
         return fill(raw, **values, judge=judge_limits(params))
 
+    def inactive(self) -> set[str]:
+        p = self.params
+        drop = {"lora"} if p.finetune != "lora" else set()
+        drop |= {"verl"} if p.backend != "verl" else set()
+        drop |= {k for k in ("whitebox", "reflexicoder") if p.reward != k}
+        return drop
+
 
 @dataclass(frozen=True)
 class TrainEvalConfig(Section):

@@ -148,9 +148,15 @@ class Section:
         """``raw`` (the resolved section) completed from other sections; nothing by default."""
         return raw
 
+    def inactive(self) -> set[str]:
+        """Keys of :meth:`as_dict` that the mode chosen does not read (``lora`` under full fine-tuning)."""
+        return set()
+
     def as_dict(self) -> dict[str, Any]:
-        """The values as plain data (MLflow params): inline fields' keys at the top, as in params.yaml."""
-        return as_dict(self)
+        """The values in effect as plain data (MLflow params): inline fields' keys at the top, as in
+        params.yaml; the :meth:`inactive` ones left out."""
+        drop = self.inactive()
+        return {k: v for k, v in as_dict(self).items() if k not in drop}
 
 
 def fill(raw: Mapping[str, Any], **values: Any) -> dict[str, Any]:

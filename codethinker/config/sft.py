@@ -25,3 +25,6 @@ class SFTConfig(Section):
     @classmethod
     def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
         return fill(raw, seed=params.base.seed, model=params.policy)
+
+    def inactive(self) -> set[str]:
+        return set() if self.params.finetune == "lora" else {"lora"}

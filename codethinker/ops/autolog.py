@@ -11,12 +11,16 @@ MLflow metrics; its ``plots`` and ``metrics`` files as artifacts; a ``manifest.j
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from codethinker.ops.dvcfile import declared
+from codethinker.ops.headline import git_commit, headline_metrics
 from codethinker.tracking import StageRun, clean_key
 
 __all__ = ["autolog", "manifest"]
@@ -61,12 +65,60 @@ def _log_metrics(handle: StageRun, paths: list[str]) -> None:
         handle.log_artifact(m, artifact_path="metrics")
 
 
-def _register_adapter(handle: StageRun, stage: str, outs: list[str]) -> None:
-    for o in outs:  # a PEFT adapter among the outs: a new version of `codethinker-<stage>` in the registry
+MODEL_DESCRIPTION = "models trained by codethinker (the folder, with its model card README.md)"
+TRAINED = ("sft", "grpo", "reward_model")  # the stages whose model folder is registered (bootstrap's is random)
+
+
+def model_card(stage: str, folder: Path, params: dict[str, str], commit: str | None) -> str:
+    """The README.md of a registered model folder: what trained it, with which params, how to load it."""
+    cfg = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
+    arch = ", ".join(cfg.get("architectures") or []) or "?"
+    layers, width, vocab = (cfg.get(k, "?") for k in ("num_hidden_layers", "hidden_size", "vocab_size"))
+    shape = f"{layers} layers x {width}, vocab {vocab}"
+    rows = "\n".join(f"| `{k}` | `{v}` |" for k, v in sorted(params.items()))
+    return (
+        f"# codethinker-{stage}\n\nThe model the `{stage}` stage of codethinker trained ({arch}, {shape}), "
+        f"commit `{commit or '?'}`. Load it with `transformers.AutoModel*.from_pretrained(<this folder>)`; the "
+        f"held-out scores are in the stage's MLflow run and `metrics/`.\n\n| param | value |\n|---|---|\n{rows}\n"
+    )
+
+
+def _register_model(handle: StageRun, stage: str, outs: list[str]) -> None:
+    """A PEFT adapter among the outs, else the trained model folder (``config.json`` + weights) of a
+    :data:`TRAINED` stage: a new version of ``codethinker-<stage>`` in the registry, with a model card
+    (``README.md`` in the registered copy, not in the DVC out, whose hash stays the trainer's)."""
+    name = f"codethinker-{clean_key(stage)}"
+    for o in outs:
         q = Path(o)
         if (q / "adapter_config.json").is_file():
             logged = {a.path for a in handle.client.list_artifacts(handle.run_id)} if handle.client else set()
-            handle.register_adapter(q, f"codethinker-{clean_key(stage)}", upload=q.name not in logged)
+            handle.register_adapter(q, name, upload=q.name not in logged)
+            return
+    if stage not in TRAINED:
+        return
+    for o in outs:
+        q = Path(o)
+        if (q / "config.json").is_file() and any(q.glob("*.safetensors")):
+            size = sum(f.stat().st_size for f in q.rglob("*") if f.is_file())
+            limit = float(os.environ.get("CODETHINKER_TRACKING_MAX_MODEL_MB", "2048")) * 2**20
+            if size > limit:  # a hub-sized full fine-tune: the folder stays a DVC out only
+                print(
+                    f"codethinker.tracking: {q} ({size / 2**20:.0f} MB) not registered: over "
+                    "CODETHINKER_TRACKING_MAX_MODEL_MB",
+                    file=sys.stderr,
+                )
+                return
+            # the card goes to the registered copy only: the DVC out stays what the trainer wrote
+            handle.log_artifact(q, artifact_path="model")
+            handle.log_text(model_card(stage, q, handle.params, git_commit(q)), "model/README.md")
+            handle.register_adapter(
+                q,
+                name,
+                artifact_path="model",
+                upload=False,
+                tags={"codethinker.kind": "model"},
+                description=MODEL_DESCRIPTION,
+            )
             return
 
 
@@ -82,6 +134,21 @@ def _log_outs(handle: StageRun, outs: list[str], root: Path) -> None:
             handle.log_artifact(q, artifact_path=f"outs/{q.name}")
 
 
+def log_headline(parent: StageRun, stage: str, root: Path) -> dict[str, float]:
+    """The headline numbers of ``stage``'s metrics files (:data:`codethinker.ops.headline.HEADLINE`) on the
+    pipeline's parent run, so that runs compare side by side; returns them."""
+    merged: dict[str, Any] = {}
+    for m in declared(stage, root).get("metrics", []):
+        if Path(m).is_file() and Path(m).suffix == ".json":
+            with contextlib.suppress(ValueError):
+                data = json.loads(Path(m).read_text())
+                merged.update(data if isinstance(data, dict) else {})
+    numbers = headline_metrics(stage, merged)
+    if numbers:
+        parent.log_metrics(numbers)
+    return numbers
+
+
 def autolog(handle: StageRun, stage: str, root: Path) -> None:
     """Log what ``stage`` declares in ``root/dvc.yaml`` to ``handle`` (see the module doc)."""
     if os.environ.get("CODETHINKER_TRACKING_AUTOLOG", "on").lower() in ("off", "0", "false"):
@@ -93,6 +160,6 @@ def autolog(handle: StageRun, stage: str, root: Path) -> None:
     for p in decl.get("plots", []):
         handle.log_artifact(p, artifact_path="plots")
     outs = decl.get("outs", [])
-    _register_adapter(handle, stage, outs)
+    _register_model(handle, stage, outs)
     if outs:
         _log_outs(handle, outs, root)

@@ -37,9 +37,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from codethinker.ops.autolog import autolog
+from codethinker.ops.autolog import autolog, log_headline
+from codethinker.ops.headline import git_commit, run_name
 from codethinker.ops.procs import process_alive, process_key, repro_owner
-from codethinker.params import ParamsError, load_params
+from codethinker.params import ParamsError, load_params, resolve_params
 from codethinker.tracking import (
     KIND_TAG,
     OWNER_TAG,
@@ -118,13 +119,15 @@ def _implicit_parent(mlflow: Any, client: Any, experiment_id: str, root: str | o
         run_id = runs[0].info.run_id
         client.update_run(run_id, status="RUNNING")
         return run_id
-    name = "pipeline (dvc repro)" if kind == "dvc-repro" else "pipeline (manual stage run)"
+    commit = git_commit(root)
+    manual = "manual stage run" + (f" @ {commit[:7]}" if commit else "")
+    name = run_name(root) if kind == "dvc-repro" else manual
     tags = {PIPELINE_TAG: "1", OWNER_TAG: owner, KIND_TAG: kind, **_source_tags(root)}
+    if os.environ.get("DVC_EXP_NAME"):
+        tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
     run = client.create_run(experiment_id, run_name=name, tags=tags)
-    with contextlib.suppress(ParamsError):
-        base = load_params(Path(root) / "params.yaml").get("base")
-        if isinstance(base, dict):  # profile, seed, mirror: what the whole pipeline run shares
-            StageRun(mlflow, client, run.info.run_id).log_params({"base": base})
+    with contextlib.suppress(ParamsError):  # the params in effect: every section resolved for the profile
+        StageRun(mlflow, client, run.info.run_id).log_params(resolve_params(load_params(Path(root) / "params.yaml")))
     return run.info.run_id
 
 
@@ -186,6 +189,7 @@ def stage_run(stage: str, params: dict[str, Any] | None = None, root: str = ".")
                     yield handle
                 try:
                     autolog(handle, stage, Path(root).resolve())
+                    log_headline(StageRun(mlflow, client, parent), stage, Path(root).resolve())
                 except Exception as exc:  # the stage's work is done: tracking must not fail it now
                     print(f"codethinker.tracking: could not log {stage}'s declared files: {exc!r}", file=sys.stderr)
             except SystemExit as exc:

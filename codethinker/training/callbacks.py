@@ -10,13 +10,18 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from codethinker.tracking import metric_group
+
 __all__ = ["MetricsCallback", "quiet_progress"]
 
 
 class MetricsCallback(TrainerCallback):
     """Send each training log to MLflow (through a StageRun) and, one row per step, to a CSV file.
 
-    ``extra()`` returns more metrics to merge into each log (GRPO's per-step reward statistics).
+    ``extra()`` returns more metrics to merge into each log (GRPO's per-step reward statistics). MLflow gets
+    them under their group's prefix (:func:`codethinker.tracking.metric_group`: ``train/loss``,
+    ``rollout/completions/mean_length``, ``reward/rewards/crm/mean``), less the keys starting with one of
+    ``drop``; the CSV keeps the plot's column names.
     When a run resumes, CSV rows past the resumed step are dropped, so a killed-and-restarted run
     leaves no duplicate rows.
     """
@@ -27,8 +32,9 @@ class MetricsCallback(TrainerCallback):
         csv_path: Path | None = None,
         extra: Callable[[], dict[str, float]] | None = None,
         columns: list[str] | None = None,
+        drop: tuple[str, ...] = (),
     ):
-        self.run, self.csv_path, self.extra, self.columns = run, csv_path, extra, columns
+        self.run, self.csv_path, self.extra, self.columns, self.drop = run, csv_path, extra, columns, drop
         self.history: list[dict[str, float]] = []
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -41,13 +47,11 @@ class MetricsCallback(TrainerCallback):
         logs = dict(logs or {})
         if self.extra and "train_loss" not in logs:
             logs.update(self.extra())
-        clean = {
-            k.replace("/", "."): float(v)
-            for k, v in logs.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)
-        }
-        if self.run is not None:
-            self.run.log_metrics(clean, step=state.global_step)
+        numbers = {k: float(v) for k, v in logs.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        clean = {k.replace("/", "."): v for k, v in numbers.items()}  # the plot CSV's column names
+        if self.run is not None:  # MLflow: grouped by prefix (train/, rollout/, reward/), without the dropped keys
+            grouped = {metric_group(k): v for k, v in numbers.items() if not k.startswith(self.drop)}
+            self.run.log_metrics(grouped, step=state.global_step)
         if "train_loss" in logs:  # the end-of-training summary is not a step
             return
         row = {"step": state.global_step, **clean}

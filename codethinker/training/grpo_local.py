@@ -424,7 +424,8 @@ def run_grpo_local(
     stats = StepStats(reward)
     from codethinker.training.callbacks import MetricsCallback, quiet_progress
 
-    cb = MetricsCallback(run, plot_csv, extra=stats, columns=PLOT_COLUMNS)
+    # one PPO epoch per batch (num_iterations=1): the ratio is 1, TRL's clip_ratio/* are 0 by construction
+    cb = MetricsCallback(run, plot_csv, extra=stats, columns=PLOT_COLUMNS, drop=("clip_ratio/",))
     trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])
     stats.rollout = rollout
     resume = last_checkpoint(ck)

@@ -63,3 +63,39 @@ def test_one_parent_per_repro_with_a_child_per_stage(tmp_path: Path, empty_mlflo
     ]
     assert under_newer == ["c"]
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_dvc_experiments_are_parent_runs_named_after_them_with_headline_metrics_and_params(
+    tmp_path: Path, empty_mlflow_db: Path
+) -> None:
+    """``dvc exp run -n A`` and ``-n B``: two parent runs named A and B, each with the params in effect and
+    the headline numbers of its stages (here ``sft``'s last loss), side by side."""
+    from mlflow.tracking import MlflowClient
+
+    root = make_toy(tmp_path / "toy", {"sft": {"params": {"metrics_extra": {"last_loss": 0.5}}}})
+    env = toy_env(root)
+    run = lambda *a: subprocess.run(a, cwd=root, env=env, capture_output=True, text=True, timeout=900)  # noqa: E731
+    (root / ".gitignore").write_text("mlflow.db\nruns.log\nmlruns/\n.prefect-home/\n")
+    assert run("git", "init", "-q").returncode == 0
+    assert run(sys.executable, "-m", "dvc", "init", "-q", "--force").returncode == 0
+    run("git", "add", "-A")
+    assert run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "toy").returncode == 0
+    shutil.copy(empty_mlflow_db, root / "mlflow.db")
+    for name, loss in (("exp-a", 0.25), ("exp-b", 0.75)):
+        res = run(sys.executable, "-m", "dvc", "exp", "run", "-n", name, "-S", f"sft.metrics_extra.last_loss={loss}")
+        assert res.returncode == 0, res.stdout + res.stderr
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlflow.db'}")
+    exp = client.get_experiment_by_name("codethinker")
+    parents = {
+        r.data.tags["mlflow.runName"]: r
+        for r in client.search_runs([exp.experiment_id])
+        if r.data.tags.get("codethinker.pipeline") == "1"
+    }
+    assert set(parents) == {"exp-a", "exp-b"}
+    for name, loss in (("exp-a", 0.25), ("exp-b", 0.75)):
+        p = parents[name]
+        assert p.data.tags["dvc.exp_name"] == name
+        assert p.data.metrics["train/sft_last_loss"] == loss  # the headline, on the parent
+        assert p.data.params["sft.metrics_extra.last_loss"] == str(loss)  # the params in effect
+        assert p.data.params["base.seed"] == "0"

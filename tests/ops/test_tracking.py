@@ -50,7 +50,7 @@ def test_stage_runs_hang_under_one_parent_with_params_metrics_artifacts(tracking
         pass
     client, runs = _runs(root)
     by = _by_name(runs)
-    parent = by["pipeline (manual stage run)"]
+    parent = by["manual stage run"]
     assert len(parent) == 1 and parent[0].info.status == "FINISHED"
     assert parent[0].data.params == {}  # this toy project has no params.yaml
     pid = parent[0].info.run_id
@@ -87,7 +87,7 @@ def test_failed_stage_fails_child_and_its_implicit_parent(tracking_on: Path) -> 
         raise ValueError("x")
     by = _by_name(_runs(tracking_on)[1])
     assert by["bad"][0].info.status == "FAILED"
-    assert by["pipeline (manual stage run)"][0].info.status == "FAILED"
+    assert by["manual stage run"][0].info.status == "FAILED"
 
 
 def test_runs_of_dead_owners_are_reaped(tracking_on: Path) -> None:
@@ -120,7 +120,7 @@ def test_sigterm_ends_stage_run_killed(tracking_on: Path) -> None:
     assert proc.returncode == 128 + 15
     by = _by_name(_runs(tracking_on)[1])
     assert by["term"][0].info.status == "KILLED"
-    assert by["pipeline (manual stage run)"][0].info.status == "KILLED"
+    assert by["manual stage run"][0].info.status == "KILLED"
 
 
 def test_closed_port_fails_fast_naming_the_uri(
@@ -256,7 +256,7 @@ def test_autolog_registers_an_adapter_out(tracking_on: Path) -> None:
     ]
 
 
-def test_implicit_parent_records_base_params_and_commit(tracking_on: Path) -> None:
+def test_implicit_parent_is_named_by_the_commit_and_records_the_params_in_effect(tracking_on: Path) -> None:
     root = tracking_on
     (root / "params.yaml").write_text("base:\n  profile: default\n  seed: 3\nsft:\n  epochs: 1\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
@@ -281,6 +281,38 @@ def test_implicit_parent_records_base_params_and_commit(tracking_on: Path) -> No
     with stage_run("a"):
         pass
     _, runs = _runs(root)
-    parent = _by_name(runs)["pipeline (manual stage run)"][0]
-    assert parent.data.params == {"base.profile": "default", "base.seed": "3"}
+    parent = _by_name(runs)[f"manual stage run @ {head[:7]}"][0]  # named by the commit
+    assert parent.data.params == {"base.profile": "default", "base.seed": "3", "sft.epochs": "1"}  # all in effect
     assert parent.data.tags["mlflow.source.git.commit"] == head
+
+
+def test_autolog_registers_a_trained_full_model_with_its_model_card(tracking_on: Path) -> None:
+    """A fully fine-tuned model (no adapter) of a training stage is registered with a model card; the
+    random model of bootstrap is not."""
+    root = tracking_on
+    (root / "dvc.yaml").write_text(
+        "stages:\n  sft:\n    cmd: x\n    outs:\n      - models/sft/merged\n"
+        "  bootstrap:\n    cmd: y\n    outs:\n      - models/base\n"
+    )
+    for folder in ("models/sft/merged", "models/base"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "config.json").write_text(
+            json.dumps({"architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 4, "hidden_size": 128})
+        )
+        (root / folder / "model.safetensors").write_bytes(b"\0" * 64)
+    with stage_run("sft", {"learning_rate": 0.003, "finetune": "full"}):
+        pass
+    with stage_run("bootstrap"):
+        pass
+    client, _ = _runs(root)
+    assert [m.name for m in client.search_registered_models()] == ["codethinker-sft"]
+    (version,) = client.search_model_versions("name = 'codethinker-sft'")
+    assert version.source.endswith("/model") and version.tags["codethinker.kind"] == "model"
+    assert not (root / "models/sft/merged/README.md").exists()  # the DVC out is left as the trainer wrote it
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    local = mlflow.artifacts.download_artifacts("models:/codethinker-sft/1", dst_path=str(root / "dl"))
+    assert sorted(p.name for p in Path(local).iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    card = (Path(local) / "README.md").read_text()
+    assert "Qwen2ForCausalLM, 4 layers x 128" in card and "| `learning_rate` | `0.003` |" in card

@@ -59,7 +59,8 @@ with stage_run(name, p) as run:
     os.replace(tmp, out)
     Path("metrics").mkdir(exist_ok=True)
     Path(f"metrics/{name}.json").write_text(json.dumps(
-        {"in": len(inputs), "kept": total, "dropped": {"too_short": 1, "bad input": 0}}))
+        {"in": len(inputs), "kept": total, "dropped": {"too_short": 1, "bad input": 0},
+         **p.get("metrics_extra", {})}))
 log("end")
 print(f"{name}: value {total}")
 """
