@@ -53,9 +53,10 @@ def quiet_libraries() -> None:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", os.environ[LEVEL_ENV].strip().upper().replace("VERBOSE", "DEBUG"))
         return
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "warning")  # above WARN, the Trainer turns its bar off
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # per-file download bars, not the stage's own
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # TRL's tokenizing/truncating passes (seconds)
     for name in LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING)
     for pattern in NOISE:

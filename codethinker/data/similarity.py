@@ -50,7 +50,8 @@ def load_encoder(model: str, *, batch_size: int = 32, device: str = "cpu") -> En
     def encode(texts: Sequence[str]) -> np.ndarray:
         if "st" not in state:
             state["st"] = load()
-        out = state["st"].encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+        bar = len(texts) > 8 * batch_size  # a corpus, not a handful: "Batches: n/N [ETA]" on stderr
+        out = state["st"].encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=bar)
         return np.asarray(out, dtype=np.float32)
 
     return encode

@@ -199,6 +199,9 @@ def cpu_dtype(model: str | os.PathLike[str], dtype: str = "auto") -> str:
         return "auto"
 
 
+PROGRESS_MIN_PROMPTS = 100  # a call with this many prompts shows vLLM's progress bar (a GRPO round has fewer)
+
+
 class VLLMEngine:
     """``vllm.LLM`` with text prefixes in, :class:`Completion` lists out.
 
@@ -399,7 +402,8 @@ class VLLMEngine:
         own sampling settings: a DBS round whose prefixes have different budgets and token limits runs as
         one batch instead of one small batch per (budget, limit). Results per request, in order."""
         prompts, params = self._inputs(requests)
-        outs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=False) if prompts else []
+        bar = len(prompts) >= PROGRESS_MIN_PROMPTS  # an evaluation pass: "Processed prompts: n/N [ETA]"
+        outs = self.llm.generate(prompts, params, lora_request=self._lora, use_tqdm=bar) if prompts else []
         return self._collect(requests, list(outs))
 
     def interleave(self, programs: list[Any]) -> list[Any]:

@@ -94,3 +94,47 @@ class TestQuietLibraries:
         quiet_libraries()
         assert os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
         assert logging.getLogger("trl").level == logging.NOTSET
+
+
+class TestMetricsCallbackGroups:
+    """The trainer's metrics reach MLflow grouped by prefix, the plot CSV keeps its column names."""
+
+    def test_grouped_for_mlflow_dropped_keys_left_out_csv_unchanged(self, tmp_path):
+        import csv
+        from types import SimpleNamespace
+
+        from codethinker.training.callbacks import MetricsCallback
+
+        class Sink:  # the MLflow side: what the callback hands to StageRun.log_metrics
+            def __init__(self) -> None:
+                self.logged: list[tuple[dict, int]] = []
+
+            def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+                self.logged.append((metrics, step))
+
+        sink, path = Sink(), tmp_path / "curve.csv"
+        cb = MetricsCallback(sink, path, columns=["loss", "rewards.crm.mean"], drop=("clip_ratio/",))
+        logs = {"loss": 0.5, "rewards/crm/mean": 1.25, "completions/mean_length": 170.0, "clip_ratio/low_mean": 0.0}
+        cb.on_log(None, SimpleNamespace(global_step=3), None, logs=logs)
+        assert sink.logged == [
+            ({"train/loss": 0.5, "reward/rewards/crm/mean": 1.25, "rollout/completions/mean_length": 170.0}, 3)
+        ]
+        assert list(csv.DictReader(path.open())) == [{"step": "3", "loss": "0.5", "rewards.crm.mean": "1.25"}]
+
+
+def test_quiet_libraries_keeps_the_trainers_progress_bar(tmp_path):
+    """transformers turns the Trainer's bar off (``disable_tqdm``) when its logger is above WARNING: the quiet
+    level must not cost the training stages their progress bar."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from codethinker.logs import quiet_libraries; quiet_libraries()\n"
+        "from transformers import TrainingArguments\n"
+        f"print(TrainingArguments(output_dir={str(tmp_path)!r}, report_to=[], use_cpu=True).disable_tqdm)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TRANSFORMERS_VERBOSITY", LEVEL_ENV)}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "False"
