@@ -15,7 +15,7 @@ import logging
 import os
 import warnings
 
-__all__ = ["LEVEL_ENV", "LIBRARIES", "quiet_libraries", "verbose"]
+__all__ = ["LEVEL_ENV", "LIBRARIES", "drop_library_noise", "quiet_libraries", "verbose"]
 
 LEVEL_ENV = "CODETHINKER_LOG"
 LIBRARIES = (
@@ -39,6 +39,38 @@ NOISE = (
     r"TRL currently supports vLLM versions",
     r"`torch\.distributed\.reduce_op` is deprecated",
 )
+
+
+# WARNING lines a library repeats that ask nothing of the user: vLLM's weight reload (every GRPO step) names
+# the rotary embedding (no weights) and the LM head tied to the embeddings; its CPU worker cannot set threads
+REPEATED = {
+    "vllm": (
+        "RotaryEmbedding: Failed to load weights",
+        "ParallelLMHead: Failed to load weights",
+        "doesn't allow to use `torch.set_num_threads`",
+    ),
+}
+
+
+class _Drop(logging.Filter):
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        super().__init__()
+        self.patterns = patterns
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(p in message for p in self.patterns)
+
+
+def drop_library_noise() -> None:
+    """Drop the :data:`REPEATED` lines on the libraries' own handlers (a library that configures its logging
+    at import, as vLLM does, needs this after the import); nothing when :func:`verbose`. Idempotent."""
+    if verbose():
+        return
+    for name, patterns in REPEATED.items():
+        for handler in logging.getLogger(name).handlers:
+            if not any(isinstance(f, _Drop) for f in handler.filters):
+                handler.addFilter(_Drop(patterns))
 
 
 def verbose() -> bool:

@@ -230,6 +230,9 @@ class VLLMEngine:
     ):
         from vllm import LLM
 
+        from codethinker.logs import drop_library_noise
+
+        drop_library_noise()  # vLLM's handlers exist once it is imported
         cpu = on_cpu()
         if cpu:
             dtype = cpu_dtype(model, dtype)

@@ -138,3 +138,28 @@ def test_quiet_libraries_keeps_the_trainers_progress_bar(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_vllm_s_repeated_warnings_are_dropped_and_the_others_kept(monkeypatch):
+    """The real vLLM logger: after its import, the per-step weight-reload warnings are gone, a real warning
+    is not."""
+    import io
+
+    pytest.importorskip("vllm")
+    import vllm  # noqa: F401  (vLLM sets up its handlers here)
+
+    from codethinker.logs import drop_library_noise
+
+    monkeypatch.delenv(LEVEL_ENV, raising=False)
+    parent = logging.getLogger("vllm")
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    parent.addHandler(handler)  # stands beside vLLM's own handler, filtered the same way
+    try:
+        drop_library_noise()
+        child = logging.getLogger("vllm.model_executor.model_loader.layerwise")
+        child.warning("ParallelLMHead: Failed to load weights")
+        child.warning("KV cache is too small")
+    finally:
+        parent.removeHandler(handler)
+    assert "Failed to load weights" not in stream.getvalue() and "KV cache is too small" in stream.getvalue()
