@@ -48,6 +48,17 @@ REPEATED = {
         "RotaryEmbedding: Failed to load weights",
         "ParallelLMHead: Failed to load weights",
         "doesn't allow to use `torch.set_num_threads`",
+        # and what every engine start says about the CPU build's choices (about 10 lines a start): the
+        # project's engine settings are deliberate and checked against transformers (tests/engines)
+        "is not found in LD_PRELOAD",
+        "The global random seed is set to",
+        "Reset SSM cache type",
+        "Triton is not installed",
+        "does not officially support disabling chunked prefill",
+        "Model Runner V2 requires Triton",
+        "Inductor compilation was disabled",
+        "Enforce eager set",
+        "is already registered. Overwriting",
     ),
 }
 

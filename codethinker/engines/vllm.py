@@ -230,7 +230,7 @@ class VLLMEngine:
     ):
         from vllm import LLM
 
-        from codethinker.logs import drop_library_noise
+        from codethinker.logs import drop_library_noise, verbose
 
         drop_library_noise()  # vLLM's handlers exist once it is imported
         cpu = on_cpu()
@@ -278,6 +278,7 @@ class VLLMEngine:
         self.in_process = in_process
         if self.in_process:  # engine core and worker in this process (module docstring)
             kwargs["distributed_executor_backend"] = "uni"
+        kwargs.setdefault("use_tqdm_on_load", verbose())  # a bar per (re)load: 2 lines a GRPO step
         kwargs.update({k: v for k, v in llm_kwargs.items() if v is not None})
         with vllm_env("VLLM_ENABLE_V1_MULTIPROCESSING", "0" if self.in_process else None):
             self.llm = self._start(LLM, kwargs)

@@ -81,6 +81,9 @@ def quiet_progress(trainer: Any) -> Any:
 
     if verbose():
         return trainer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Writing model shards", once per save: the trainer's bar stays
 
     class _BarOnly(ProgressCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
