@@ -113,7 +113,7 @@ def run_preflight_step(params_file: Path, sections: list[str], logger: Any) -> l
     probe, else nothing (a log line). :class:`PreflightFailed` when a check fails or the params
     do not resolve."""
     try:
-        check_params(params_file)  # every section as its stage reads it: a slip stops the flow before DVC
+        check_params(params_file, only=sections)  # each selected stage's section as it reads it, before DVC
         planned = plan_checks(ParamsFile.read(params_file), params_file.parent, sections)
     except ParamsError as exc:
         raise PreflightFailed(f"preflight: {exc}") from None

@@ -744,3 +744,19 @@ def test_plots_draws_the_funnel_and_the_held_out_evaluation_from_their_metrics(t
     assert funnel_steps(funnel) == [("0 source", 1890, "problems", None), ("1 static filter", 1472, "functions", 1673)]
     assert main(["plots", "--root", str(tmp_path), "--out", str(tmp_path / "img")]) == 0
     assert sorted(p.name for p in (tmp_path / "img").iterdir()) == ["funnel.png", "train_eval.png"]
+
+
+def test_check_params_of_some_sections_takes_a_project_of_its_own_sections(tmp_path):
+    """The flow checks only its stages' sections: a toy project's own sections are not refused, a slip in a
+    selected section still is."""
+    from codethinker.config.check import check_params
+    from codethinker.params import ParamsError
+
+    p = tmp_path / "params.yaml"
+    p.write_text("base: {profile: default, seed: 0}\nprep: {add: 1}\nast_filter: {min_lines: 5}\n")
+    assert check_params(p, only=["prep", "ast_filter"]) == ["ast_filter", "base", "model"]
+    with pytest.raises(ParamsError, match="prep: unknown section"):
+        check_params(p)
+    p.write_text("base: {profile: default, seed: 0}\nprep: {add: 1}\nast_filter: {min_line: 5}\n")
+    with pytest.raises(ParamsError, match=r"ast_filter\.min_line: unknown key.*did you mean min_lines\?"):
+        check_params(p, only=["ast_filter"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+from collections.abc import Collection
 
 import codethinker.config
 from codethinker.config.loader import SECTIONS, BaseConfig, ModelConfig, ParamsFile, Section
@@ -32,13 +33,18 @@ def section_classes() -> list[type[Section]]:
     return sorted(found, key=lambda c: c.SECTION)
 
 
-def check_params(path: str | os.PathLike[str] = "params.yaml", profile: str | None = None) -> list[str]:
+def check_params(
+    path: str | os.PathLike[str] = "params.yaml", profile: str | None = None, only: Collection[str] | None = None
+) -> list[str]:
     """Load every section of ``path`` for ``profile`` as its stage will; returns the sections checked.
-    Raises :class:`~codethinker.config.loader.ConfigError` (a :class:`~codethinker.errors.ParamsError`:
-    exit 2) at the first bad key or value, naming the file and the dotted key."""
-    params = ParamsFile.read(path, profile, sections=SECTIONS)
+    ``only``: just these sections (a flow that runs some stages of a project whose other sections are its
+    own), without refusing the file's other top-level keys. Raises
+    :class:`~codethinker.config.loader.ConfigError` (a :class:`~codethinker.errors.ParamsError`: exit 2) at the
+    first bad key or value, naming the file and the dotted key."""
+    params = ParamsFile.read(path, profile, sections=SECTIONS if only is None else None)
     checked = []
     for cls in section_classes():
-        params.section(cls, missing_ok=True)
-        checked.append(cls.SECTION)
+        if only is None or cls.SECTION in only or cls.SECTION in ("base", "model"):
+            params.section(cls, missing_ok=True)
+            checked.append(cls.SECTION)
     return checked
