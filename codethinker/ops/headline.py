@@ -80,12 +80,11 @@ def headline_metrics(stage: str, metrics: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def run_name(root: str | os.PathLike[str] = ".") -> str:
+def run_name(commit: str | None) -> str:
     """The parent run's name: the DVC experiment (``dvc exp run -n NAME`` sets ``DVC_EXP_NAME`` for every
-    stage), else ``dvc repro @ <commit>``, else ``dvc repro``."""
+    stage), else ``dvc repro @ <commit>`` (:func:`git_commit`), else ``dvc repro``."""
     if os.environ.get("DVC_EXP_NAME"):
         return os.environ["DVC_EXP_NAME"]
-    commit = git_commit(root)
     return f"dvc repro @ {commit[:7]}" if commit else "dvc repro"
 
 

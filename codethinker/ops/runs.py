@@ -30,7 +30,6 @@ import contextlib
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -97,17 +96,6 @@ def _sigterm_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def _source_tags(root: str | os.PathLike[str]) -> dict[str, str]:
-    """The git commit of ``root`` (MLflow's own tag name, shown in the UI), when there is one."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return {"mlflow.source.git.commit": out.stdout.strip()}
-
-
 def _implicit_parent(mlflow: Any, client: Any, experiment_id: str, root: str | os.PathLike[str]) -> str:
     owner, kind = repro_owner()
     runs = client.search_runs(
@@ -121,8 +109,10 @@ def _implicit_parent(mlflow: Any, client: Any, experiment_id: str, root: str | o
         return run_id
     commit = git_commit(root)
     manual = "manual stage run" + (f" @ {commit[:7]}" if commit else "")
-    name = run_name(root) if kind == "dvc-repro" else manual
-    tags = {PIPELINE_TAG: "1", OWNER_TAG: owner, KIND_TAG: kind, **_source_tags(root)}
+    name = run_name(commit) if kind == "dvc-repro" else manual
+    tags = {PIPELINE_TAG: "1", OWNER_TAG: owner, KIND_TAG: kind}
+    if commit:  # MLflow's own tag name, shown in the UI
+        tags["mlflow.source.git.commit"] = commit
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
     run = client.create_run(experiment_id, run_name=name, tags=tags)

@@ -11,8 +11,6 @@ checkout's folders: neither is compared. A mismatch names the dotted key.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,23 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
-import codethinker.config
-from codethinker.config.loader import BaseConfig, ModelConfig, ParamsFile, Section, _fields, _hints, _keys
+from codethinker.config.check import section_classes
+from codethinker.config.loader import ParamsFile, Section, _fields, _hints, _keys
 from codethinker.params import PROFILES, load_params
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 NOT_COMPARED = {"base"}  # the profile itself and this checkout's mirror folders (None: download)
-
-
-def section_classes() -> list[type]:
-    """Every params.yaml section class of codethinker/config/ (``base`` and ``model`` included)."""
-    found: set[type] = {BaseConfig, ModelConfig}
-    for info in pkgutil.iter_modules(codethinker.config.__path__):
-        module = importlib.import_module(f"codethinker.config.{info.name}")
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Section) and value.SECTION:
-                found.add(value)
-    return sorted(found, key=lambda c: c.SECTION)
 
 
 def same(a: Any, b: Any) -> bool:
