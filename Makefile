@@ -8,7 +8,7 @@ export DO_NOT_TRACK ?= 1
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install system-deps run flow mlflow-ui test test-tmp-copy lint deps verl-env clean-venv
+.PHONY: install system-deps run flow mlflow-ui test test-tmp-copy lint dvc-plots deps verl-env clean-venv
 
 ## install: the project and its pinned dependencies into .venv (CPU build of torch and vLLM)
 install: $(VENV)/.installed system-deps
@@ -46,6 +46,10 @@ flow: install
 ## mlflow-ui: browse the runs of mlflow.db on http://127.0.0.1:5000
 mlflow-ui: install
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
+
+## dvc-plots: DVC's plot pages readable offline (vega inlined, npm once) and a PNG of each (headless chromium)
+dvc-plots: install
+	$(PY) scripts/dvc_plots_offline.py --screenshots docs/img/dvc
 
 ## deps: regenerate each dvc.yaml stage's code deps from its imports (a test fails when they are stale)
 deps:

@@ -11,7 +11,6 @@ MLflow metrics; its ``plots`` and ``metrics`` files as artifacts; a ``manifest.j
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -20,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.ops.dvcfile import declared
-from codethinker.ops.headline import git_commit, headline_metrics
+from codethinker.ops.headline import git_commit, headline, parent_metrics
+from codethinker.ops.views import detail_paths, read_detail
 from codethinker.tracking import StageRun, clean_key
 
 __all__ = ["autolog", "manifest"]
@@ -135,15 +135,9 @@ def _log_outs(handle: StageRun, outs: list[str], root: Path) -> None:
 
 
 def log_headline(parent: StageRun, stage: str, root: Path) -> dict[str, float]:
-    """The headline numbers of ``stage``'s metrics files (:data:`codethinker.ops.headline.HEADLINE`) on the
-    pipeline's parent run, so that runs compare side by side; returns them."""
-    merged: dict[str, Any] = {}
-    for m in declared(stage, root).get("metrics", []):
-        if Path(m).is_file() and Path(m).suffix == ".json":
-            with contextlib.suppress(ValueError):
-                data = json.loads(Path(m).read_text())
-                merged.update(data if isinstance(data, dict) else {})
-    numbers = headline_metrics(stage, merged)
+    """The headline numbers of ``stage``'s detail reports (:func:`codethinker.ops.headline.headline`) on the
+    pipeline's parent run, named ``<group>/<key>``, so that runs compare side by side; returns them."""
+    numbers = parent_metrics(stage, headline(stage, read_detail(detail_paths(stage, root))))
     if numbers:
         parent.log_metrics(numbers)
     return numbers
@@ -156,7 +150,7 @@ def autolog(handle: StageRun, stage: str, root: Path) -> None:
     decl = declared(stage, root)
     if not decl:
         return
-    _log_metrics(handle, decl.get("metrics", []))
+    _log_metrics(handle, [str(p) for p in detail_paths(stage, root)])  # every number; the headline is a subset
     for p in decl.get("plots", []):
         handle.log_artifact(p, artifact_path="plots")
     outs = decl.get("outs", [])

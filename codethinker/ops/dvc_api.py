@@ -117,12 +117,86 @@ def dvc_command() -> str:
     return found
 
 
-def exp_show_json() -> str:
-    """The output of ``dvc exp show --json`` here; a :class:`~codethinker.errors.UsageError` when it fails."""
-    proc = subprocess.run([dvc_command(), "exp", "show", "--json"], capture_output=True, text=True, check=False)
+def exp_show_json(root: str | os.PathLike[str] = ".") -> str:
+    """The output of ``dvc exp show --json`` here, each rev with its detail reports (:func:`with_detail`);
+    a :class:`~codethinker.errors.UsageError` when it fails."""
+    proc = subprocess.run(
+        [dvc_command(), "exp", "show", "--json"], cwd=root, capture_output=True, text=True, check=False
+    )
     if proc.returncode != 0:
         raise UsageError(f"`dvc exp show --json` failed: {proc.stderr.strip().splitlines()[-1:]}")
-    return proc.stdout
+    return json.dumps(with_detail(json.loads(proc.stdout or "[]"), root))
+
+
+DETAIL_DIR = "metrics"  # the stages' detail reports; DVC lists only metrics/headline/ (codethinker.ops.views)
+
+
+def _git_files(root: Path, rev: str) -> dict[str, Any]:
+    """The JSON files under ``metrics/`` (not ``metrics/headline/``) at commit ``rev``, parsed."""
+    ls = subprocess.run(
+        ["git", "-C", str(root), "ls-tree", "-r", "--name-only", rev, "--", DETAIL_DIR],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    names = [n for n in ls.stdout.splitlines() if n.endswith(".json") and not n.startswith(f"{DETAIL_DIR}/headline/")]
+    if ls.returncode != 0 or not names:
+        return {}
+    cat = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "--batch"],
+        input="".join(f"{rev}:{n}\n" for n in names).encode(),
+        capture_output=True,
+        check=False,
+    )
+    out, buf = {}, cat.stdout
+    for n in names:  # "<sha> blob <size>\n<content>\n" per object
+        head, _, buf = buf.partition(b"\n")
+        parts = head.split()
+        if len(parts) != 3 or parts[1] != b"blob":  # "<name> missing"
+            continue
+        size = int(parts[2])
+        body, buf = buf[:size], buf[size + 1 :]
+        with contextlib.suppress(ValueError):
+            out[n] = json.loads(body)
+    return out
+
+
+def _disk_files(root: Path) -> dict[str, Any]:
+    out = {}
+    for f in sorted((root / DETAIL_DIR).rglob("*.json")):
+        rel = f.relative_to(root).as_posix()
+        if not rel.startswith(f"{DETAIL_DIR}/headline/"):
+            with contextlib.suppress(OSError, ValueError):
+                out[rel] = json.loads(f.read_text())
+    return out
+
+
+def with_detail(exp_show: list[dict[str, Any]], root: str | os.PathLike[str] = ".") -> list[dict[str, Any]]:
+    """``dvc exp show --json`` with each rev's detail reports (``metrics/**/*.json`` outside
+    ``metrics/headline/``) added under ``data.metrics`` as DVC lists a metrics file (``{"data": ...}``):
+    read from the rev's commit (an experiment's commit holds the git-tracked reports it wrote), the
+    workspace's from disk. What DVC already lists is kept. The reports (``codethinker report --exps``)
+    read the detail; DVC itself lists only the headline."""
+    base = Path(root)
+
+    def fill(rev: dict[str, Any]) -> None:
+        if rev.get("data") is None:
+            rev["data"] = {}
+        data = rev["data"]
+        if not isinstance(data, dict):
+            return
+        sha = rev.get("rev") or data.get("rev")
+        files = _disk_files(base) if sha == "workspace" else _git_files(base, sha) if sha else {}
+        metrics = data["metrics"] = data.get("metrics") or {}
+        for path, value in files.items():
+            metrics.setdefault(path, {"data": value})
+
+    for top in exp_show:
+        fill(top)
+        for exp in top.get("experiments") or []:
+            for rev in exp.get("revs") or []:
+                fill(rev)
+    return exp_show
 
 
 def _overlaps(a: str, b: str) -> bool:

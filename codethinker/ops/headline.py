@@ -1,13 +1,19 @@
-"""What a pipeline run's MLflow parent run carries, so that runs compare side by side: its name (the DVC
-experiment, or the commit), the params in effect, and each stage's headline numbers under a prefix that
-groups them (``data/``, ``train/``, ``rollout/``, ``reward/``, ``eval/``).
+"""A run's headline: the few numbers of each stage that DVC lists and MLflow's parent run compares.
 
-A stage's child run keeps every number of its metrics file; the parent gets the few in :data:`HEADLINE`
-when the stage ends (:func:`codethinker.ops.runs.stage_run`). The trainers' per-step metrics are grouped
-the same way (:func:`metric_group`).
+Each stage writes a detail report (``metrics/<stage>.json``: counts per drop reason, timings, intervals,
+per-benchmark statuses) and, derived from it on the stage's normal exit, a headline file
+(``metrics/headline/<stage>.json``, what ``dvc metrics show`` lists): the keys of :data:`HEADLINE`. Data
+stages share the keys ``in``/``kept``/``dropped`` and the truth checks ``checked``/``mismatches``, so DVC's
+table has one column for each, not one per stage. The pipeline's MLflow parent run gets the same numbers
+named ``<group>/<key>`` (:func:`parent_metrics`), grouped by prefix (``data/``, ``train/``, ``reward/``,
+``eval/``); the trainers' per-step metrics are grouped the same way (:func:`metric_group`).
 
->>> headline_metrics("grpo", {"reward_first": 0.2, "reward_last": 1.0, "mean_step_s": 9.5, "steps": 24})
-{'reward/first_step': 0.2, 'reward/last_step': 1.0, 'rollout/step_s': 9.5}
+>>> headline("grpo", {"reward_first": 0.2, "reward_last": 1.0, "mean_step_s": 9.5, "steps": 24})
+{'reward_first': 0.2, 'reward_last': 1.0}
+>>> parent_metrics("grpo", {"reward_first": 0.2, "reward_last": 1.0})
+{'reward/grpo/reward_first': 0.2, 'reward/grpo/reward_last': 1.0}
+>>> headline("ast_filter", {"problems": 10, "functions": 7, "dropped": {"too_short": 2, "needs_helper_class": 1}})
+{'in': 10, 'kept': 7, 'dropped': 3}
 >>> metric_group("completions/mean_length"), metric_group("rewards/crm/mean"), metric_group("loss")
 ('rollout/completions/mean_length', 'reward/rewards/crm/mean', 'train/loss')
 """
@@ -16,68 +22,154 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from codethinker.tracking import metric_group
 
-__all__ = ["HEADLINE", "git_commit", "headline_metrics", "metric_group", "run_name"]
+__all__ = ["HEADLINE", "flat", "git_commit", "headline", "metric_group", "parent_metrics", "run_name"]
 
-
+Flat = dict[str, Any]
 SETS = ("shape_disjoint", "in_distribution", "leetcode")
-# stage -> (flattened key of its metrics file, name in the parent run)
-HEADLINE: dict[str, tuple[tuple[str, str], ...]] = {
-    "contra_sft": (
-        ("sft", "data/sft_rows"),
-        ("grpo_train", "data/grpo_prompts"),
-        ("heldout.shape_disjoint.n", "data/heldout_shape_disjoint"),
-        ("overlap.shape_disjoint.shape", "data/heldout_shape_disjoint_shape_overlap"),
-    ),
-    "sft": (
-        ("last_loss", "train/sft_last_loss"),
-        ("tokens", "train/sft_tokens"),
-        ("tokens_per_s", "train/sft_tokens_per_s"),
-    ),
-    "grpo": (
-        ("reward_first", "reward/first_step"),
-        ("reward_last", "reward/last_step"),
-        ("mean_step_s", "rollout/step_s"),
-    ),
-    "train_eval": tuple(
-        pair
-        for s in SETS
-        for pair in (
-            (f"after_sft.{s}.fmt_rate", f"eval/{s}/sft_fmt_rate"),
-            (f"after_sft.{s}.reward", f"eval/{s}/sft_reward"),
-            (f"after_grpo.{s}.reward", f"eval/{s}/grpo_reward"),
-            (f"grpo_vs_sft.{s}.reward_diff", f"eval/{s}/grpo_minus_sft"),
-            (f"grpo_vs_sft.{s}.reward_diff_ci_low", f"eval/{s}/grpo_minus_sft_ci_low"),
-            (f"grpo_vs_sft.{s}.sampled_reward_diff", f"eval/{s}/grpo_minus_sft_sampled"),
-            (f"grpo_vs_sft.{s}.sampled_reward_diff_ci_low", f"eval/{s}/grpo_minus_sft_sampled_ci_low"),
-        )
-    ),
-    "codegen_eval": (("after_sft.pass1", "eval/codegen/sft_pass1"), ("after_grpo.pass1", "eval/codegen/grpo_pass1")),
-    "reward_model": (("eval.all.accuracy", "eval/reward_model_accuracy"),),
-}
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def flat(d: Any, prefix: str = "") -> Flat:
+    """``{"a": {"b": 1}}`` as ``{"a.b": 1}`` (lists and strings kept as values)."""
+    if not isinstance(d, dict):
+        return {prefix.rstrip("."): d} if prefix else {}
+    out: Flat = {}
     for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
+        out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
     return out
 
 
-def headline_metrics(stage: str, metrics: dict[str, Any]) -> dict[str, float]:
-    """The headline numbers of ``stage``'s metrics dict, named for the parent run (absent keys left out)."""
-    flat = _flat(metrics)
-    return {
-        name: float(flat[key])
-        for key, name in HEADLINE.get(stage.split("@", 1)[0], ())
-        if isinstance(flat.get(key), int | float) and not isinstance(flat.get(key), bool)
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _sum(f: Flat, suffix: str = "", prefix: str = "") -> float | None:
+    vals = [v for k, v in f.items() if k.startswith(prefix) and k.endswith(suffix) and _num(v)]
+    return sum(vals) if vals else None
+
+
+def _keys(*pairs: tuple[str, str]) -> Callable[[Flat], Flat]:
+    """Headline key <- detail key, each as it is."""
+    return lambda f: {key: f.get(src) for key, src in pairs}
+
+
+def _funnel(n_in: str, n_kept: str, parts: tuple[str, ...] = ("",)) -> Callable[[Flat], Flat]:
+    """``in``/``kept``/``dropped`` summed over the stage's parts (``""`` and ``"synth."``)."""
+
+    def get(f: Flat) -> Flat:
+        a, b = (sum(f[p + k] for p in parts if _num(f.get(p + k))) for k in (n_in, n_kept))
+        return {"in": a, "kept": b, "dropped": a - b}
+
+    return get
+
+
+def _truth(f: Flat) -> Flat:  # eval_truth and generalize_truth: per benchmark, n/passed or traced/mismatches
+    checked = _sum(f, ".n") or _sum(f, ".traced")
+    bad = (_sum(f, ".stored_output_mismatches") or 0) + (_sum(f, ".untraceable") or 0)
+    if _sum(f, ".passed") is not None:
+        bad = (_sum(f, ".n") or 0) - (_sum(f, ".passed") or 0)
+    return {"checked": checked, "mismatches": bad, "skipped": sum(k.endswith(".skipped") for k in f)}
+
+
+def _train_eval(f: Flat) -> Flat:
+    out: Flat = {}
+    for s in SETS:
+        out |= {
+            f"{s}/sft_reward": f.get(f"after_sft.{s}.reward"),
+            f"{s}/grpo_reward": f.get(f"after_grpo.{s}.reward"),
+            f"{s}/grpo_minus_sft": f.get(f"grpo_vs_sft.{s}.reward_diff"),
+            f"{s}/grpo_minus_sft_ci_low": f.get(f"grpo_vs_sft.{s}.reward_diff_ci_low"),
+            f"{s}/grpo_minus_sft_sampled": f.get(f"grpo_vs_sft.{s}.sampled_reward_diff"),
+            f"{s}/grpo_minus_sft_sampled_ci_low": f.get(f"grpo_vs_sft.{s}.sampled_reward_diff_ci_low"),
+        }
+    return out
+
+
+def _evaluate(f: Flat) -> Flat:  # evaluate@<model>: one file per benchmark, keys "<bench>.<key>"
+    return {k.removesuffix(".pass1_mean"): v for k, v in f.items() if k.endswith(".pass1_mean")}
+
+
+def _generalize(f: Flat) -> Flat:  # generalize@<model>: mean pass@1 per group of benchmarks that ran
+    groups: dict[str, list[float]] = {}
+    for k, v in f.items():
+        bench, _, key = k.partition(".")
+        if key == "pass1" and _num(v) and isinstance(f.get(f"{bench}.group"), str):
+            groups.setdefault(f[f"{bench}.group"], []).append(v)
+    return {f"{g}_pass1": sum(v) / len(v) for g, v in sorted(groups.items())} | {
+        "benchmarks": sum(len(v) for v in groups.values())
     }
+
+
+# stage -> (its MLflow group, detail -> headline)
+HEADLINE: dict[str, tuple[str, Callable[[Flat], Flat]]] = {
+    "fetch": ("data/fetch", _funnel("leetcode_rows", "problems")),
+    "ast_filter": (
+        "data/ast_filter",
+        lambda f: {"in": f.get("problems"), "kept": f.get("functions"), "dropped": _sum(f, prefix="dropped.") or 0},
+    ),
+    "gen_inputs": ("data/gen_inputs", _funnel("pairs_requested", "pairs")),
+    "synth": ("data/synth", _funnel("requested", "pairs")),
+    "exec_filter": ("data/exec_filter", _funnel("pairs_in", "samples", ("", "synth."))),
+    "dedup": ("data/dedup", _funnel("samples_in", "samples", ("", "synth."))),
+    "contra_sft": (
+        "data/contra_sft",
+        _keys(
+            ("sft_rows", "sft"),
+            ("grpo_prompts", "grpo_train"),
+            ("heldout", "heldout.shape_disjoint.functions"),
+            ("heldout_shape_overlap", "overlap.shape_disjoint.shape"),
+        ),
+    ),
+    "codegen_data": (
+        "data/codegen_data",
+        lambda f: {"in": f.get("problems_in"), "kept": f.get("problems"), "dropped": _sum(f, prefix="dropped.") or 0},
+    ),
+    "crpl_data": (
+        "data/crpl_data",
+        lambda f: {
+            "in": f.get("problems_in"),
+            "kept": f.get("problems_kept"),
+            "dropped": _sum(f, prefix="dropped.") or 0,
+        },
+    ),
+    "codegen_truth": (
+        "data/codegen_truth",
+        lambda f: {"checked": f.get("checked"), "mismatches": (f.get("checked") or 0) - (f.get("passed") or 0)},
+    ),
+    "eval_truth": ("data/eval_truth", _truth),
+    "generalize_truth": ("data/generalize_truth", _truth),
+    "reward_model": (
+        "train/reward_model",
+        _keys(("loss_first", "first_loss"), ("loss_last", "last_loss"), ("accuracy", "eval.all.accuracy")),
+    ),
+    "sft": ("train/sft", _keys(("loss_first", "first_loss"), ("loss_last", "last_loss"))),
+    "grpo": ("reward/grpo", _keys(("reward_first", "reward_first"), ("reward_last", "reward_last"))),
+    "train_eval": ("eval", _train_eval),
+    "codegen_eval": ("eval/codegen", _keys(("sft_pass1", "after_sft.pass1"), ("grpo_pass1", "after_grpo.pass1"))),
+    "evaluate": ("eval/{key}", _evaluate),
+    "generalize": ("eval/{key}", _generalize),
+}
+
+
+def headline(stage: str, detail: dict[str, Any]) -> dict[str, float]:
+    """The headline numbers of ``stage`` (``name`` or ``name@key``) from its detail report (nested or
+    flat); keys the report lacks are left out; {} for a stage without a headline."""
+    spec = HEADLINE.get(stage.split("@", 1)[0])
+    if spec is None:
+        return {}
+    values = spec[1](flat(detail))
+    return {k: v if isinstance(v, int) else float(v) for k, v in values.items() if _num(v)}
+
+
+def parent_metrics(stage: str, numbers: dict[str, float]) -> dict[str, float]:
+    """``numbers`` (a stage's headline) named for the pipeline's parent run: ``<group>/<key>``."""
+    name, _, key = stage.partition("@")
+    group = HEADLINE[name][0].format(key=key) if name in HEADLINE else f"data/{name}"
+    return {f"{group}/{k}": v for k, v in numbers.items()}
 
 
 def run_name(commit: str | None) -> str:

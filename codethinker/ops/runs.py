@@ -19,9 +19,10 @@ Parent run (who opens it, who ends it)
     :func:`stage_run`/:func:`pipeline_run` first marks ``KILLED`` the running runs of this
     experiment whose owner process on this host is gone.
 
-On normal exit a stage's child run logs what its ``dvc.yaml`` entry declares
-(:mod:`codethinker.ops.autolog`). The run ends ``FINISHED``, ``FAILED`` (exception) or ``KILLED``
-(SIGTERM, which raises ``SystemExit(143)`` inside the run).
+On normal exit a stage writes its headline metrics and plot tables (:mod:`codethinker.ops.views`) and its
+child run logs what its ``dvc.yaml`` entry declares (:mod:`codethinker.ops.autolog`).
+The run ends ``FINISHED``, ``FAILED`` (exception) or ``KILLED`` (SIGTERM, which raises ``SystemExit(143)``
+inside the run).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from typing import Any
 from codethinker.ops.autolog import autolog, log_headline
 from codethinker.ops.headline import git_commit, run_name
 from codethinker.ops.procs import process_alive, process_key, repro_owner
+from codethinker.ops.views import end_line, write_views
 from codethinker.params import ParamsError, load_params, resolve_params
 from codethinker.tracking import (
     KIND_TAG,
@@ -157,9 +160,12 @@ def stage_run(stage: str, params: dict[str, Any] | None = None, root: str = ".")
     On normal exit the stage's declared metrics, plots and out manifest are logged (see the
     module doc). The run ends ``FINISHED``, ``FAILED`` (exception) or ``KILLED`` (SIGTERM).
     """
+    t0 = time.monotonic()
     if not enabled():
         with activated(StageRun(None)) as handle:
             yield handle
+        write_views(stage, root)
+        print(end_line(stage, time.monotonic() - t0, root), flush=True)
         return
     mlflow, client, exp_id, fallback_from = open_store(root)
     reap(client, exp_id)
@@ -177,6 +183,8 @@ def stage_run(stage: str, params: dict[str, Any] | None = None, root: str = ".")
             try:
                 with activated(handle):
                     yield handle
+                write_views(stage, root)  # DVC's outs: an error here fails the stage
+                print(end_line(stage, time.monotonic() - t0, root), flush=True)
                 try:
                     autolog(handle, stage, Path(root).resolve())
                     log_headline(StageRun(mlflow, client, parent), stage, Path(root).resolve())

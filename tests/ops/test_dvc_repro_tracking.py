@@ -96,6 +96,6 @@ def test_dvc_experiments_are_parent_runs_named_after_them_with_headline_metrics_
     for name, loss in (("exp-a", 0.25), ("exp-b", 0.75)):
         p = parents[name]
         assert p.data.tags["dvc.exp_name"] == name
-        assert p.data.metrics["train/sft_last_loss"] == loss  # the headline, on the parent
+        assert p.data.metrics["train/sft/loss_last"] == loss  # the headline, on the parent
         assert p.data.params["sft.metrics_extra.last_loss"] == str(loss)  # the params in effect
         assert p.data.params["base.seed"] == "0"
