@@ -5,14 +5,22 @@
     python -m flows.pipeline --target sft --force sft # sft and what it needs; rerun sft anyway
     python -m flows.pipeline --dag                    # the stage order and classes, nothing run
     python -m flows.pipeline --no-preflight           # start without `codethinker preflight`'s checks
+    python -m flows.pipeline --serve --cron "0 2 * * *" -S grpo.seed=1   # a deployment on a schedule
 
 - The DAG is read from ``dvc.yaml`` through DVC's Python API on every run (never hard-coded,
   :mod:`flows.dag`): a stage added to ``dvc.yaml`` becomes a task. Each task runs
   ``dvc --wait-for-lock repro --single-item <stage>`` (:mod:`flows.dvc_task`), so DVC decides what
   is stale and a rerun skips what is up to date; DVC's repo lock serializes the stages of one workspace.
 - ``-S/--set section.key=value`` overrides are written into ``params.yaml`` before the DAG is read,
-  with DVC's own ``dvc exp run -S`` code (Hydra override grammar, comments kept); they stay
-  there afterwards, as after ``dvc exp run -S`` in the workspace (``git diff params.yaml``).
+  with DVC's own ``dvc exp run -S`` code (Hydra override grammar, comments kept), and params.yaml is
+  put back byte for byte when the flow ends, however it ends: a deployment's parameters never rewrite
+  the checkout. ``dvc.lock`` records the values the stages ran with, so ``dvc status`` shows them as
+  changed against params.yaml afterwards. ``keep_overrides=True`` (``--keep-overrides``) leaves them in
+  params.yaml, as ``dvc exp run -S`` does in the workspace.
+- ``--serve`` serves the flow as a deployment (``codethinker-pipeline/<--name>``; ``--cron`` a schedule;
+  the other options its default parameters) to the Prefect server of ``PREFECT_API_URL``, which runs it
+  when triggered (UI, ``prefect deployment run``) or on the schedule; ``prefect.yaml`` declares the same
+  deployment for a work pool (``prefect deploy``).
 - Preflight first: the ``preflight`` task runs :func:`codethinker.preflight.run_preflight` on the
   params (after the overrides) for the stages this run selects (LLM endpoints, hub models, GPUs,
   verl, Ray, data; ``codethinker preflight`` prints the same checks). When a check fails the flow
@@ -193,6 +201,7 @@ def pipeline(
     retry_delay_s: float | None = None,
     summary_path: str | None = None,
     preflight: bool = True,
+    keep_overrides: bool = False,
 ) -> dict[str, Any]:
     """Run the DVC stages of ``root`` (or ``targets`` and their upstream) as Prefect tasks.
 
@@ -201,12 +210,34 @@ def pipeline(
     ``retries``/``retry_delay_s`` override ``flow.retries``/``flow.retry_delay_s`` for GPU/LLM
     stages. ``summary_path``: also write the summary JSON there (even when the flow fails).
     ``preflight``: run the preflight checks first and stop when one fails (False: skip them).
+    ``keep_overrides``: leave the overrides in params.yaml (default: params.yaml is restored at the end).
     """
     logger = get_run_logger()
     root_p = Path(root).resolve()
-    applied = apply_overrides(root_p, overrides)
-    if applied:
-        logger.info("params.yaml overrides: %s", applied)
+    params_file = root_p / "params.yaml"
+    original = params_file.read_bytes() if params_file.is_file() else None
+    try:
+        applied = apply_overrides(root_p, overrides)
+        if applied:
+            logger.info("params.yaml overrides for this run: %s", applied)
+        return _pipeline(root_p, applied, targets, force, retries, retry_delay_s, summary_path, preflight, logger)
+    finally:
+        if original is not None and not keep_overrides and params_file.read_bytes() != original:
+            params_file.write_bytes(original)
+            logger.info("params.yaml restored (the overrides were for this run only)")
+
+
+def _pipeline(
+    root_p: Path,
+    applied: list[str],
+    targets: list[str] | None,
+    force: list[str] | bool,
+    retries: int | None,
+    retry_delay_s: float | None,
+    summary_path: str | None,
+    preflight: bool,
+    logger: Any,
+) -> dict[str, Any]:
     params_file = root_p / "params.yaml"
     params = load_params(params_file) if params_file.is_file() else {}
     cfg = params.get("flow") or {}
@@ -329,6 +360,10 @@ def _main(argv: list[str] | None) -> int:
     ap.add_argument("--summary", help="write the summary JSON here")
     ap.add_argument("--dag", action="store_true", help="print the stage order and classes, run nothing")
     ap.add_argument("--no-preflight", action="store_true", help="start without the preflight checks")
+    ap.add_argument("--keep-overrides", action="store_true", help="leave the -S overrides in params.yaml")
+    ap.add_argument("--serve", action="store_true", help="serve as a deployment of PREFECT_API_URL's server")
+    ap.add_argument("--name", default="local", help="the served deployment's name (default: local)")
+    ap.add_argument("--cron", help="the served deployment's schedule, e.g. '0 2 * * *' (default: none)")
     args = ap.parse_args(argv)
     if args.dag:
         root = Path(args.root)
@@ -339,17 +374,21 @@ def _main(argv: list[str] | None) -> int:
             print(json.dumps(asdict(s) | classes[s.name]))
         return 0
     force: list[str] | bool = True if "all" in args.force else args.force
-    state = pipeline(
-        root=args.root,
-        overrides=args.overrides,
-        targets=args.targets or None,
-        force=force,
-        retries=args.retries,
-        retry_delay_s=args.retry_delay,
-        summary_path=args.summary,
-        preflight=not args.no_preflight,
-        return_state=True,
-    )
+    parameters = {
+        "root": str(Path(args.root).resolve()) if args.serve else args.root,
+        "overrides": args.overrides,
+        "targets": args.targets or None,
+        "force": force,
+        "retries": args.retries,
+        "retry_delay_s": args.retry_delay,
+        "summary_path": args.summary,
+        "preflight": not args.no_preflight,
+        "keep_overrides": args.keep_overrides,
+    }
+    if args.serve:  # until interrupted: runs what the server schedules or is asked to run
+        pipeline.serve(name=args.name, cron=args.cron, parameters=parameters, print_starting_message=True)
+        return 0
+    state = pipeline(**parameters, return_state=True)
     if state.is_completed():
         summary = state.result()
         for s in summary["stages"]:

@@ -62,15 +62,22 @@ def test_flow_retries_a_flaky_gpu_stage_one_gpu_stage_at_a_time(tmp_path: Path, 
     ]
     assert len(runs) == 6  # nothing outside the parent
 
-    # an override through the flow: only the stage whose params changed (and what follows) reruns
+    # an override through the flow: only the stage whose params changed (and what follows) reruns, and
+    # params.yaml is as it was afterwards (a deployment's parameters never rewrite the checkout)
+    before = (root / "params.yaml").read_bytes()
     rc, out, summary = run_flow(root, "-S", "gpu_b.add=10")
     assert rc == 0, out[-6000:]
-    assert yaml.safe_load((root / "params.yaml").read_text())["gpu_b"]["add"] == 10
+    assert (root / "params.yaml").read_bytes() == before
     status = {s["stage"]: s["status"] for s in summary["stages"]}
     assert status == {"prep": "skipped", "gpu_a": "skipped", "gpu_b": "ran", "report": "ran"}
     assert summary["overrides"] == ["gpu_b.add=10"]
     assert runs_log(root).count("prep") == 1
     assert (root / "out/report.json").read_text() == '{"value": 14, "stage": "report"}'
+    # kept when asked: the stages ran with these values already, so nothing reruns
+    rc, out, summary = run_flow(root, "-S", "gpu_b.add=10", "--keep-overrides")
+    assert rc == 0, out[-6000:]
+    assert yaml.safe_load((root / "params.yaml").read_text())["gpu_b"]["add"] == 10
+    assert {s["status"] for s in summary["stages"]} == {"skipped"}
 
 
 def test_failing_stage_fails_the_flow_and_skips_downstream(tmp_path: Path) -> None:
