@@ -44,7 +44,7 @@ PAPER = {
     "rcs": {"base": 14.62, "grpo": 55.08},
     "tokens": {"base": 693, "sft": 815, "grpo": 1118},
 }
-MODEL_LABEL = {"base": "base (zero-shot ConTra)", "sft": "SFT (ConTra, LoRA)", "grpo": "GRPO (DBS + CRM)"}
+MODEL_LABEL = {"base": "base (zero-shot ConTra)", "sft": "SFT (ConTra)", "grpo": "GRPO (DBS + CRM)"}
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,9 @@ def _cell(m: dict[str, Any] | None) -> str:
         return "skipped"
     if m.get("pass1_mean") is None:
         return "–"
+    runs = m.get("runs") or (m.get("config") or {}).get("runs")
+    if runs is not None and int(runs) < 2:  # one run: no spread to show
+        return _pct(m["pass1_mean"])
     return f"{_pct(m['pass1_mean'])} ± {_pct(m.get('pass1_std') or 0.0)}"
 
 

@@ -51,7 +51,7 @@ def test_tables_from_metrics(metrics_dir):
     assert "| w/o RL (the SFT model) | 20.00 ± 1.00 | skipped | 30.00 ± 1.00 | 25.00 (2/3) | -10.00 | *-9.89* |" in text
     assert "| w/o DBS (8 regular samples) | not run |" in text
     assert (
-        "| SFT (ConTra, LoRA) | CRUXEval-O 50.00, REval-FO 50.00 | 50.00 | *–* | CRUXEval-O 30, REval-FO 40 | 35 |"
+        "| SFT (ConTra) | CRUXEval-O 50.00, REval-FO 50.00 | 50.00 | *–* | CRUXEval-O 30, REval-FO 40 | 35 |"
         in text
     )
     assert "*14.62*" in text and "*1118*" in text
@@ -124,3 +124,10 @@ def test_report_from_mlflow(tmp_path, monkeypatch):
     text = report.render_report(results)
     assert "| GRPO (DBS + CRM) | 40.00 ± 1.00 | skipped | – | 40.00 (1/3) |" in text
     assert "Settings: 5 runs (seeds 0..4)" in text
+
+
+def test_one_run_shows_its_pass1_without_a_spread():
+    """A single run has no std: the cell is the score alone, not "± 0.00"."""
+    one = _metrics("sft", "cruxeval", 0.25) | {"runs": 1, "pass1_std": 0.0}
+    assert report._cell(one) == "25.00"
+    assert report._cell(_metrics("sft", "cruxeval", 0.25)) == "25.00 ± 1.00"
