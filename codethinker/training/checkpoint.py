@@ -100,16 +100,21 @@ def prepare_checkpoints(out: Path, fp: dict[str, Any]) -> tuple[Path, str | None
     return ck, last_checkpoint(ck)
 
 
-def save_merged(model: Any, tokenizer: Any, dest: Path, *, lora: bool = True) -> None:
-    """``dest``: the model (a PEFT model merged first when ``lora``), safetensors, and the tokenizer."""
+def save_merged(model: Any, tokenizer: Any, dest: Path, *, lora: bool = True, dtype: str | None = None) -> None:
+    """``dest``: the model (a PEFT model merged first when ``lora``), safetensors, and the tokenizer; ``dtype``
+    (``bfloat16``, ``float32``): the weights written in it (the model is cast in place: saving comes last)."""
     merged = model.merge_and_unload() if lora else model
+    if dtype is not None:
+        import torch
+
+        merged = merged.to(getattr(torch, dtype))
     merged.save_pretrained(str(dest), safe_serialization=True)
     tokenizer.save_pretrained(str(dest))
 
 
-def save_policy(model: Any, tokenizer: Any, out: Path, *, lora: bool = True) -> None:
-    """``out/adapter`` (``lora`` only: the PEFT adapter and the tokenizer) and ``out/merged``."""
+def save_policy(model: Any, tokenizer: Any, out: Path, *, lora: bool = True, dtype: str | None = None) -> None:
+    """``out/adapter`` (``lora`` only: the PEFT adapter and the tokenizer) and ``out/merged`` (in ``dtype``)."""
     if lora:
         model.save_pretrained(str(Path(out) / "adapter"))
         tokenizer.save_pretrained(str(Path(out) / "adapter"))
-    save_merged(model, tokenizer, Path(out) / "merged", lora=lora)
+    save_merged(model, tokenizer, Path(out) / "merged", lora=lora, dtype=dtype)

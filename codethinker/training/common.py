@@ -9,8 +9,10 @@ from typing import Any
 
 __all__ = [
     "FINETUNE",
+    "PRECISIONS",
     "LoRAParams",
-    "precision",
+    "Precision",
+    "resolve_precision",
 ]
 
 
@@ -39,16 +41,63 @@ class LoRAParams:
         )
 
 
-def precision() -> dict[str, Any]:
-    """Trainer precision flags: bf16 on a GPU that has it, fp32 on CPU."""
-    import torch
-
-    if torch.cuda.is_available():
-        return {"bf16": torch.cuda.is_bf16_supported(), "fp16": False, "use_cpu": False}
-    return {"bf16": False, "fp16": False, "use_cpu": True}
+PRECISIONS = ("auto", "bf16-mixed", "bf16", "fp32")
 
 
-def model_dtype() -> Any:
-    import torch
+@dataclass(frozen=True)
+class Precision:
+    """How a trainer holds and computes its weights (``sft``/``grpo``/``reward_model.precision``).
 
-    return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+    - ``bf16-mixed``: fp32 master weights and optimizer state, bf16 autocast for the compute (verl's FSDP
+      mixed precision, TRL's ``bf16=True`` over an fp32 model): an update smaller than bf16's resolution
+      of a weight (about 0.4% of it) still lands. The checkpoint is written in bf16, what vLLM serves.
+    - ``bf16``: the weights themselves in bf16 (half the memory of the master copy; small updates round
+      away). Checkpoint in bf16.
+    - ``fp32``: everything in fp32 (the CPU's choice).
+    - ``auto``: ``bf16-mixed`` on a CUDA GPU with bf16, else ``fp32``.
+
+    >>> resolve_precision("auto", cuda=False).name, resolve_precision("auto", cuda=True, bf16_ok=True).name
+    ('fp32', 'bf16-mixed')
+    >>> p = resolve_precision("bf16-mixed", cuda=True, bf16_ok=True)
+    >>> p.load_dtype, p.save_dtype, p.trainer_flags()["bf16"]
+    ('float32', 'bfloat16', True)
+    """
+
+    name: str
+    cuda: bool
+
+    @property
+    def load_dtype(self) -> str:
+        """The dtype the model is loaded (and its master weights kept) in."""
+        return "bfloat16" if self.name == "bf16" else "float32"
+
+    @property
+    def save_dtype(self) -> str:
+        """The dtype of the written checkpoint (the one asked for: bf16 for both bf16 modes)."""
+        return "float32" if self.name == "fp32" else "bfloat16"
+
+    def trainer_flags(self) -> dict[str, Any]:
+        """transformers' TrainingArguments flags: ``bf16`` turns on autocast (on CPU too, through accelerate)."""
+        return {"bf16": self.name != "fp32", "fp16": False, "use_cpu": not self.cuda}
+
+    def torch_dtype(self, which: str = "load") -> Any:
+        import torch
+
+        return getattr(torch, self.load_dtype if which == "load" else self.save_dtype)
+
+
+def resolve_precision(name: str = "auto", *, cuda: bool | None = None, bf16_ok: bool | None = None) -> Precision:
+    """:class:`Precision` ``name`` on this machine (``cuda``/``bf16_ok``: probed with torch when None); a
+    ValueError for an unknown name or bf16 asked of a GPU without it."""
+    if name not in PRECISIONS:
+        raise ValueError(f"precision {name!r}: not one of {', '.join(PRECISIONS)}")
+    if cuda is None or bf16_ok is None:
+        import torch
+
+        cuda = torch.cuda.is_available() if cuda is None else cuda
+        bf16_ok = (cuda and torch.cuda.is_bf16_supported()) if bf16_ok is None else bf16_ok
+    if name == "auto":
+        name = "bf16-mixed" if cuda and bf16_ok else "fp32"
+    if name != "fp32" and cuda and not bf16_ok:
+        raise ValueError(f"precision {name!r}: this GPU has no bf16 (use fp32)")
+    return Precision(name, bool(cuda))

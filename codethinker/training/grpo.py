@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.config.loader import from_mapping
-from codethinker.training.common import FINETUNE, LoRAParams
+from codethinker.training.common import FINETUNE, PRECISIONS, LoRAParams
 from codethinker.training.rollout import RolloutParams
 
 __all__ = [
@@ -116,6 +116,13 @@ class GRPOParams:
     gradient_checkpointing: bool = field(
         default=True, metadata={"help": "recompute activations in the backward pass (memory for time; TRL's default)"}
     )
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto (bf16-mixed on a bf16 GPU, else fp32) | bf16-mixed (fp32 master weights, bf16 compute) | "
+            "bf16 (bf16 weights) | fp32 (codethinker.training.common.Precision)"
+        },
+    )
     save_steps: int = field(default=1, metadata={"help": "checkpoint every N optimizer steps"})
     save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept"})
     seed: int = field(default=0, metadata={"help": "data order, sampling seeds, LoRA init"})
@@ -192,6 +199,8 @@ class GRPOParams:
             raise ValueError(f"grpo.scale_rewards must be group or none, got {self.scale_rewards!r}")
         if self.finetune not in FINETUNE:
             raise ValueError(f"grpo.finetune must be one of {', '.join(FINETUNE)}, got {self.finetune!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"grpo.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.max_model_len != "auto" and not (isinstance(self.max_model_len, int) and self.max_model_len > 0):
             raise ValueError(f"grpo.max_model_len must be auto or a number of tokens, got {self.max_model_len!r}")
         check_task_reward(self.task, self.reward)

@@ -28,7 +28,7 @@ from typing import Any
 
 from codethinker.rewards.score import Score
 from codethinker.training.checkpoint import checkpoint_dir, fingerprint, last_checkpoint, save_policy
-from codethinker.training.common import model_dtype, precision
+from codethinker.training.common import resolve_precision
 from codethinker.training.grpo import (
     GRPOParams,
     load_grpo_rows,
@@ -241,7 +241,7 @@ def grpo_config(ck: Path, p: GRPOParams) -> Any:
         num_iterations=1,
         gradient_checkpointing=p.gradient_checkpointing,
         dataloader_num_workers=0,
-        **precision(),
+        **resolve_precision(p.precision).trainer_flags(),
     )
 
 
@@ -325,7 +325,7 @@ def make_grpo_trainer(
         pool=[row["prompt"] for row in rows],
         group_reward=group_rewards(funcs[0]),
     )
-    policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
+    policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=resolve_precision(p.precision).torch_dtype())
     ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])
     trainer = GRPOTrainer(
         model=policy,
@@ -433,7 +433,8 @@ def run_grpo_local(
     try:
         result = quiet_progress(trainer).train(resume_from_checkpoint=resume)
         policy = trainer.accelerator.unwrap_model(trainer.model)
-        save_policy(policy, trainer.processing_class, out, lora=p.finetune == "lora")
+        dtype = resolve_precision(p.precision).save_dtype
+        save_policy(policy, trainer.processing_class, out, lora=p.finetune == "lora", dtype=dtype)
     finally:
         if hasattr(rollout.engine, "close") and rollout.kind == "vllm":
             rollout.engine.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.rewards.recode import ProcessRewardModel
-from codethinker.training.common import precision
+from codethinker.training.common import PRECISIONS, resolve_precision
 
 __all__ = ["RewardModelParams", "pair_accuracy", "run_reward_model"]
 
@@ -40,10 +40,19 @@ class RewardModelParams:
     center_rewards: float | None = field(
         default=None, metadata={"help": "TRL's center_rewards_coefficient (None: no centering term)"}
     )
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto (bf16-mixed on a bf16 GPU, else fp32) | bf16-mixed (fp32 master weights, bf16 compute) | "
+            "bf16 (bf16 weights) | fp32 (codethinker.training.common.Precision)"
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.grad_accum < 1 or self.max_length < 16:
             raise ValueError("batch_size and grad_accum must be >= 1, max_length >= 16")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"reward_model.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
 
 
 def _chat(row: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +95,9 @@ def _trainer(model: str, tok: Any, rows: list[dict[str, Any]], out: Path, p: Rew
     from transformers import AutoModelForSequenceClassification
     from trl import RewardConfig, RewardTrainer
 
-    net = AutoModelForSequenceClassification.from_pretrained(model, num_labels=1)
+    net = AutoModelForSequenceClassification.from_pretrained(
+        model, num_labels=1, dtype=resolve_precision(p.precision).torch_dtype()
+    )
     net.config.pad_token_id = tok.pad_token_id
     args = RewardConfig(
         output_dir=str(out / "checkpoints"),
@@ -106,7 +117,7 @@ def _trainer(model: str, tok: Any, rows: list[dict[str, Any]], out: Path, p: Rew
         center_rewards_coefficient=p.center_rewards,
         dataloader_num_workers=0,
         dataset_num_proc=None,
-        **precision(),
+        **resolve_precision(p.precision).trainer_flags(),
     )
     data = Dataset.from_list([_chat(r) for r in rows])
     return RewardTrainer(model=net, args=args, train_dataset=data, processing_class=tok, callbacks=[cb])
@@ -140,6 +151,7 @@ def run_reward_model(
     trainer = _trainer(model, probe.tok, kept, out, p, seed, cb)
     result = quiet_progress(trainer).train()
     trainer.model.config.pad_token_id = probe.tok.pad_token_id
+    trainer.model.to(resolve_precision(p.precision).torch_dtype("save"))  # the checkpoint in the dtype asked for
     trainer.save_model(str(out))
     probe.tok.save_pretrained(str(out))
     scorer = ProcessRewardModel(out)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, save_policy
-from codethinker.training.common import FINETUNE, LoRAParams, model_dtype, precision
+from codethinker.training.common import FINETUNE, PRECISIONS, LoRAParams, resolve_precision
 
 __all__ = [
     "SFTParams",
@@ -64,6 +64,13 @@ class SFTParams:
     gradient_checkpointing: bool = field(
         default=True, metadata={"help": "recompute activations in the backward pass (memory for time; TRL's default)"}
     )
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto (bf16-mixed on a bf16 GPU, else fp32) | bf16-mixed (fp32 master weights, bf16 compute) | "
+            "bf16 (bf16 weights) | fp32 (codethinker.training.common.Precision)"
+        },
+    )
     save_steps: int = field(default=200, metadata={"help": "checkpoint every N optimizer steps"})
     save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept"})
     logging_steps: int = field(default=1, metadata={"help": "log every N steps"})
@@ -87,6 +94,8 @@ class SFTParams:
             raise ValueError(f"sft.copy_warmup must be in [0, 1), got {self.copy_warmup!r}")
         if self.loss not in LOSSES:
             raise ValueError(f"sft.loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"sft.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
 
 
 def load_sft_rows(path: str | Path, max_samples: int | None = None) -> list[dict[str, Any]]:
@@ -162,7 +171,7 @@ def make_sft_trainer(
     else:
         from trl import SFTTrainer as Trainer
 
-    policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=model_dtype())
+    policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=resolve_precision(p.precision).torch_dtype())
     return Trainer(
         model=policy,
         args=args,
@@ -255,7 +264,7 @@ def sft_config(ck: Path, p: SFTParams, n_rows: int, ordered: bool) -> Any:
         gradient_checkpointing=p.gradient_checkpointing,
         train_sampling_strategy="sequential" if ordered else "group_by_length",
         dataloader_num_workers=0,
-        **precision(),
+        **resolve_precision(p.precision).trainer_flags(),
     )
 
 
@@ -285,7 +294,7 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     args = sft_config(ck, p, len(train_rows), ordered=bool(copies))
     trainer = make_sft_trainer(model, tok, Dataset.from_list(train_rows), args, p, callbacks=[cb])
     result = quiet_progress(trainer).train(resume_from_checkpoint=resume)
-    save_policy(trainer.model, tok, out, lora=p.finetune == "lora")
+    save_policy(trainer.model, tok, out, lora=p.finetune == "lora", dtype=resolve_precision(p.precision).save_dtype)
     losses = [h["loss"] for h in cb.history if "loss" in h]
     tokens = max((h.get("num_tokens", 0.0) for h in cb.history), default=0.0)  # TRL: tokens trained on, padding out
     runtime = float(result.metrics.get("train_runtime") or 0.0)

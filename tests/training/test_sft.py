@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codethinker.training.common import precision
+from codethinker.training.common import resolve_precision
 from codethinker.training.sft import (
     SFTParams,
     copy_row,
@@ -45,7 +45,11 @@ def test_loss_covers_the_assistant_tokens_only(tiny_model, sft_jsonl, tmp_path):
     tok = AutoTokenizer.from_pretrained(tiny_model)
     rows = load_sft_rows(sft_jsonl, max_samples=2)
     args = SFTConfig(
-        output_dir=str(tmp_path), report_to="none", completion_only_loss=True, max_length=4096, **precision()
+        output_dir=str(tmp_path),
+        report_to="none",
+        completion_only_loss=True,
+        max_length=4096,
+        **resolve_precision().trainer_flags(),
     )
     trainer = make_sft_trainer(
         tiny_model, tok, Dataset.from_list([to_prompt_completion(r) for r in rows]), args, SFTParams()
@@ -264,7 +268,7 @@ class TestLogitsLoss:
                 report_to="none",
                 completion_only_loss=True,
                 max_length=4096,
-                **precision(),
+                **resolve_precision().trainer_flags(),
             )
             trainer = make_sft_trainer(base, tok, ds, args, SFTParams(finetune="full", loss=loss))
             assert type(trainer) is (LogitsLossSFTTrainer if loss == "logits" else SFTTrainer)
