@@ -248,7 +248,9 @@ class TestLogitsLoss:
 
     @pytest.mark.slow
     def test_the_trainer_computes_trls_fused_loss(self, tmp_path, sft_jsonl):
-        """One batch through both trainers (TRL's own SFTTrainer for ``fused``): the same loss and accuracy."""
+        """One batch through both trainers (TRL's own SFTTrainer for ``fused``): the same loss, accuracy and
+        gradient of every weight."""
+        import torch
         from datasets import Dataset
         from transformers import AutoTokenizer
         from trl import SFTConfig, SFTTrainer
@@ -261,7 +263,7 @@ class TestLogitsLoss:
         base = build_tiny_model(tmp_path / "base", train_bpe([json.dumps(r["messages"]) for r in rows], 512), seed=0)
         tok = AutoTokenizer.from_pretrained(base)
         ds = Dataset.from_list([to_prompt_completion(r) for r in rows[:4]])
-        out = {}
+        out, grads = {}, {}
         for loss in ("fused", "logits"):
             args = SFTConfig(
                 output_dir=str(tmp_path / loss),
@@ -276,8 +278,13 @@ class TestLogitsLoss:
             trainer.model.train()
             value = trainer.compute_loss(trainer.model, dict(batch))
             out[loss] = (float(value.detach()), trainer._metrics["train"]["mean_token_accuracy"][-1])
+            value.backward()
+            grads[loss] = {n: q.grad.clone() for n, q in trainer.model.named_parameters() if q.grad is not None}
         assert out["logits"][0] == pytest.approx(out["fused"][0], rel=1e-5)
         assert out["logits"][1] == pytest.approx(out["fused"][1], abs=1e-6)
+        assert grads["fused"].keys() == grads["logits"].keys() and grads["fused"]  # every weight, both losses
+        for name, g in grads["fused"].items():
+            assert torch.allclose(grads["logits"][name], g, rtol=1e-4, atol=1e-7), name
 
     @pytest.mark.slow
     def test_run_sft_with_logits_follows_the_fused_runs_curve(self, tmp_path, sft_jsonl):
