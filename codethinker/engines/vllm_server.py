@@ -99,7 +99,7 @@ def _kv_args(
     names: KVParamNames | None,
 ) -> tuple[KVPlan | None, list[str]]:
     """``(the CPU build's KV plan or None, the server's KV-cache arguments)``."""
-    from codethinker.engines.vllm import CPU_DEFAULT_MAX_NUM_SEQS
+    from codethinker.engines.vllm_setup import CPU_DEFAULT_MAX_NUM_SEQS
 
     kv_args: list[str] = [] if max_num_seqs is None else ["--max-num-seqs", str(max_num_seqs)]
     if not cpu:
@@ -153,7 +153,7 @@ def vllm_server(
     env: dict[str, str] | None = None,
 ) -> Iterator[ServerHandle]:
     """Run a vLLM OpenAI server for the duration of the ``with`` block."""
-    from codethinker.engines.vllm import cpu_dtype, on_cpu
+    from codethinker.engines.vllm_setup import cpu_dtype, on_cpu
 
     port = port or free_port()
     cpu = on_cpu()

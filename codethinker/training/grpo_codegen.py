@@ -25,7 +25,7 @@ from typing import Any
 from codethinker.rewards.codegen_switch import CodegenScore, problem_of
 from codethinker.training.codegen_eval import read_problems, reference_budget
 from codethinker.training.grpo import GRPOParams, drop_long_prompts
-from codethinker.training.grpo_local import RewardFunc
+from codethinker.training.reward_func import RewardFunc
 
 __all__ = [
     "DATA_SOURCE",
@@ -101,7 +101,7 @@ class CodegenRewardFunc(RewardFunc):
 
 def reward_func(p: GRPOParams) -> RewardFunc:
     """The run's TRL reward function: :class:`CodegenRewardFunc` for ``grpo.task: codegen`` (the batched
-    judge), else :class:`~codethinker.training.grpo_local.RewardFunc`."""
+    judge), else :class:`~codethinker.training.reward_func.RewardFunc`."""
     return CodegenRewardFunc(p) if p.task == "codegen" else RewardFunc.from_params(p)
 
 

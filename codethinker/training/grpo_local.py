@@ -18,7 +18,6 @@ codegen`` (:mod:`codethinker.training.grpo_codegen`) also the pass rate and Refl
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -26,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codethinker.rewards.score import Score
 from codethinker.training.checkpoint import checkpoint_dir, fingerprint, last_checkpoint, save_policy
 from codethinker.training.common import resolve_precision
 from codethinker.training.grpo import (
@@ -37,11 +35,10 @@ from codethinker.training.grpo import (
     resolve_reward,
     with_reward_prompts,
 )
+from codethinker.training.reward_func import RewardFunc
 from codethinker.training.rollout import Rollout, prompt_key
 
 __all__ = [
-    "CRMRewardFunc",
-    "RewardFunc",
     "StepStats",
     "gpu_kv_cache_gib",
     "grpo_config",
@@ -80,88 +77,6 @@ PLOT_COLUMNS = [
     "sync_s",
     "update_s",
 ]
-
-
-def _mean_std_max(xs: list[float]) -> tuple[float, float, float]:
-    if not xs:
-        return 0.0, 0.0, 0.0
-    m = sum(xs) / len(xs)
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs))
-    return m, sd, max(xs)
-
-
-class RewardFunc:
-    """TRL reward function: the run's reward (``reward``: crm | orm | whitebox, with its ``crm`` switches
-    or ``whitebox`` settings) of each completion against the row's ``truth`` JSON; TRL logs it under
-    the kind's name."""
-
-    def __init__(
-        self, crm: dict[str, Any] | None = None, *, reward: str = "crm", whitebox: dict[str, Any] | None = None
-    ):
-        from codethinker.rewards.switch import reward_spec
-
-        self.spec = reward_spec(reward, crm, whitebox)
-        self.config = self.spec.crm
-        self.__name__ = self.spec.kind
-        self._scores: list[tuple[str, Score, int]] = []
-        self._seconds = 0.0
-
-    @classmethod
-    def from_params(cls, p: GRPOParams) -> RewardFunc:
-        return cls(p.crm, reward=p.reward, whitebox=p.whitebox)
-
-    def score_texts(self, texts: list[str], truth: list[str]) -> list[Score]:
-        """Each response's :class:`Score` against its row's truth (the task's reward; one call per batch)."""
-        from codethinker.contra.tracer import Flow
-
-        return [self.spec.score(text, Flow.from_json(t)) for text, t in zip(texts, truth, strict=True)]
-
-    def __call__(
-        self,
-        prompts: list,
-        completions: list,
-        truth: list[str],
-        completion_ids: list | None = None,
-        rollout_kind: list[str] | None = None,
-        **_: Any,
-    ) -> list[float]:
-        t0 = time.perf_counter()
-        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
-        scores = self.score_texts(texts, truth)
-        for i, s in enumerate(scores):
-            kind = rollout_kind[i] if rollout_kind else "regular"
-            n = len(completion_ids[i]) if completion_ids is not None else 0
-            self._scores.append((kind, s, n))
-        self._seconds += time.perf_counter() - t0
-        return [float(s.reward) for s in scores]
-
-    def take(self) -> dict[str, float]:
-        """Statistics of everything scored since the last call (one optimizer step)."""
-        sc, self._scores = self._scores, []
-        out: dict[str, float] = {"reward_s": self._seconds}
-        self._seconds = 0.0
-        for name, sel in (
-            ("", sc),
-            ("_regular", [x for x in sc if x[0] == "regular"]),
-            ("_dbs", [x for x in sc if x[0] == "dbs"]),
-        ):
-            m, sd, mx = _mean_std_max([x[1].reward for x in sel])
-            out.update({f"reward{name}_mean": m, f"reward{name}_std": sd, f"reward{name}_max": mx})
-        if sc:
-            n = len(sc)
-            out.update(
-                {
-                    "r_proc": sum(x[1].r_proc for x in sc) / n,
-                    "r_res": sum(x[1].r_res for x in sc) / n,
-                    "fmt_rate": sum(x[1].fmt for x in sc) / n,
-                    "rcs": sum(x[1].rcs for x in sc) / n,
-                    "response_len": sum(x[2] for x in sc) / n,
-                }
-            )
-        return out
-
-
-CRMRewardFunc = RewardFunc  # the name before the reward became a switch (crm is the default kind)
 
 
 def gpu_kv_cache_gib(p: GRPOParams, model: str | Path, total_bytes: int | None = None) -> float | str | None:

@@ -366,7 +366,9 @@ def test_cpu_engine_runs_a_checkpoint_in_its_own_dtype(fake_vllm, tmp_path, monk
     def unreadable(model):
         raise FileNotFoundError(f"{model}: no config.json (offline)")
 
-    monkeypatch.setattr(fake_vllm, "read_model_config", unreadable)
+    import codethinker.engines.vllm_setup as setup
+
+    monkeypatch.setattr(setup, "read_model_config", unreadable)
     assert fake_vllm.cpu_dtype("Qwen/Qwen2.5-Coder-7B-Instruct") == "auto"
     monkeypatch.setattr(fake_vllm, "on_cpu", lambda: False)
     fake_vllm.VLLMEngine(tmp_path / "f32")

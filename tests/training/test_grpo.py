@@ -13,7 +13,8 @@ from codethinker.contra.render import render_prompt, render_trace, vanilla_promp
 from codethinker.contra.tracer import Flow
 from codethinker.rewards.whitebox import whitebox_prompt
 from codethinker.training.grpo import grpo_params, load_grpo_rows, resolve_reward
-from codethinker.training.grpo_local import CRMRewardFunc, RewardFunc, group_rewards, make_grpo_trainer, run_grpo_local
+from codethinker.training.grpo_local import group_rewards, make_grpo_trainer, run_grpo_local
+from codethinker.training.reward_func import CRMRewardFunc, RewardFunc
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
 
 from ..sampling.scripted import ScriptedEngine
