@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
+from pathlib import Path
 
 from codethinker.config import load_config
 from codethinker.config.data import ExecFilterConfig
@@ -33,17 +34,23 @@ ARGS = stage_args(
 FIELDS = {"task_id": str, "entry": str, "code": str, "inputs": list}
 
 
+def _pairs(path: Path) -> int:
+    """The (program, input) pairs of an input file: what the tracer runs."""
+    return sum(len(rec["inputs"]) for rec in iter_jsonl(path, FIELDS))
+
+
 def run(cfg: ExecFilterConfig, paths: argparse.Namespace) -> dict:
     """Both sources through the same filter, each sample written as its truth comes in (the stage's
     memory does not grow with its input); metrics: LeetCode's counts (the funnel's) at the top, the
     generated programs' under ``synth``."""
     config = SandboxConfig(timeout_s=float(cfg.timeout_s), memory_mb=cfg.memory_mb, workers=cfg.workers)
-    tracer = functools.partial(trace_iter, sandbox_config=config, progress="exec_filter")
     counts: dict[str, dict] = {"leetcode": {}, "synth": {}}
     streams = [
         iter_samples(
             iter_jsonl(records, FIELDS),
-            tracer=tracer,
+            tracer=functools.partial(  # a bar per source, counted in (program, input) pairs: with an ETA
+                trace_iter, sandbox_config=config, progress=f"exec_filter {source}", total=_pairs(records)
+            ),
             render=render_trace,
             counts=counts[source],
             max_trace_chars=cfg.max_trace_chars,

@@ -162,6 +162,13 @@ def test_map_keeps_order_and_shows_progress(sb, capsys):
     assert sb.map([]) == []
 
 
+def test_a_generator_of_jobs_shows_its_count_when_given_one(sb, capsys):
+    """A stream of jobs has no length: ``total`` gives the bar its count (and so an ETA)."""
+    res = sb.map((Job(f"def f():\n    return {i}") for i in range(30)), progress="stream", total=30)
+    assert [r.value for r in res] == list(range(30))
+    assert "30/30" in capsys.readouterr().err
+
+
 def test_refused_jobs(sb):
     assert sb.run(Job("def f(): pass", runner="nope")).error_type == "UnknownRunner"
     assert sb.run(Job("def f(x): pass", args=(lambda: 1,))).error_type == "BadJob"

@@ -196,10 +196,12 @@ def trace_iter(
     sandbox: Any = None,
     sandbox_config: Any = None,
     progress: bool | str = False,
+    total: int | None = None,
 ) -> Iterator[TraceOutcome]:
     """Trace ``(source, args_text, entry)`` items in parallel; one outcome per item, in order, each
     yielded as soon as it and the ones before it are done. ``items`` is read as the workers need
-    it and nothing is kept of an outcome once yielded, so memory does not grow with the input."""
+    it and nothing is kept of an outcome once yielded, so memory does not grow with the input.
+    ``progress``/``total``: the sandbox's bar and its count (the items, when known)."""
     from codethinker.sandbox import Job, Sandbox
 
     pending: collections.deque[TraceOutcome | tuple[Any, Any, str]] = collections.deque()
@@ -221,7 +223,7 @@ def trace_iter(
     own = sandbox is None
     sb = Sandbox(sandbox_config) if own else sandbox
     try:
-        for res in sb.imap(jobs(), progress=progress):
+        for res in sb.imap(jobs(), progress=progress, total=total):
             while isinstance(pending[0], TraceOutcome):
                 yield pending.popleft()  # type: ignore[misc]
             prog, specs, shown = pending.popleft()  # type: ignore[misc]

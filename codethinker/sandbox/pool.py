@@ -82,12 +82,17 @@ class Sandbox(Dispatcher):
         """Run one job (see :meth:`map`)."""
         return self.map([job])[0]
 
-    def map(self, jobs: Iterable[Job], *, progress: bool | str = False) -> list[SandboxResult]:
+    def map(
+        self, jobs: Iterable[Job], *, progress: bool | str = False, total: int | None = None
+    ) -> list[SandboxResult]:
         """Run ``jobs`` in parallel over the workers; results in the order of ``jobs`` (the list of
-        :meth:`imap`). ``progress``: show a tqdm bar on stderr (a string is its description)."""
-        return list(self.imap(jobs, progress=progress))
+        :meth:`imap`). ``progress``: show a tqdm bar on stderr (a string is its description); ``total``: the
+        bar's count when ``jobs`` has no length (a generator), so it shows an ETA."""
+        return list(self.imap(jobs, progress=progress, total=total))
 
-    def imap(self, jobs: Iterable[Job], *, progress: bool | str = False) -> Iterator[SandboxResult]:
+    def imap(
+        self, jobs: Iterable[Job], *, progress: bool | str = False, total: int | None = None
+    ) -> Iterator[SandboxResult]:
         """Run ``jobs`` in parallel over the workers and yield their results in the order of ``jobs``,
         each as soon as it and the ones before it are done.
 
@@ -99,12 +104,12 @@ class Sandbox(Dispatcher):
         ``RuntimeError``; from another thread it waits. Jobs still running when the iterator is
         closed are ended.
         """
-        stream = self._stream(jobs, progress)
+        stream = self._stream(jobs, progress, total)
         self._streams.add(stream)
         return stream
 
-    def _stream(self, jobs: Iterable[Job], progress: bool | str) -> Iterator[SandboxResult]:
-        total = len(jobs) if isinstance(jobs, Sized) else None
+    def _stream(self, jobs: Iterable[Job], progress: bool | str, total: int | None) -> Iterator[SandboxResult]:
+        total = len(jobs) if isinstance(jobs, Sized) else total
         it = iter(jobs)
         first = next(it, None)
         if first is None:
