@@ -169,6 +169,7 @@ class VLLMEngine:
         kwargs.update({k: v for k, v in llm_kwargs.items() if v is not None})
         with vllm_env("VLLM_ENABLE_V1_MULTIPROCESSING", "0" if self.in_process else None):
             self.llm = self._start(LLM, kwargs)
+        drop_library_noise()  # again: vLLM configures its handlers while the engine starts (its per-step lines)
         if self.in_process:
             _IN_PROCESS.add(self)
         self.tokenizer = self.llm.get_tokenizer()
