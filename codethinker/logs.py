@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 
 __all__ = ["LEVEL_ENV", "LIBRARIES", "drop_library_noise", "quiet_libraries", "verbose"]
@@ -84,6 +85,22 @@ def drop_library_noise() -> None:
                 handler.addFilter(_Drop(patterns))
 
 
+class _VLLMHandler(logging.StreamHandler):
+    """vLLM's warnings on stderr, less :data:`REPEATED` (installed when vLLM's own logging is off)."""
+
+
+def _vllm_handler() -> None:
+    logger = logging.getLogger("vllm")
+    if any(isinstance(h, _VLLMHandler) for h in logger.handlers):
+        return
+    handler = _VLLMHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(_Drop(REPEATED["vllm"]))
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
+
+
 def verbose() -> bool:
     """``CODETHINKER_LOG`` asks for the libraries' own INFO/DEBUG lines."""
     return os.environ.get(LEVEL_ENV, "").strip().lower() in ("info", "debug", "verbose")
@@ -96,6 +113,9 @@ def quiet_libraries() -> None:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", os.environ[LEVEL_ENV].strip().upper().replace("VERBOSE", "DEBUG"))
         return
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if "VLLM_CONFIGURE_LOGGING" not in os.environ:  # vLLM's handler would appear only while its engine starts,
+        os.environ["VLLM_CONFIGURE_LOGGING"] = "0"  # after the lines a start prints: ours, filtered, from the start
+        _vllm_handler()
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "warning")  # above WARN, the Trainer turns its bar off
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # per-file download bars, not the stage's own

@@ -163,3 +163,23 @@ def test_vllm_s_repeated_warnings_are_dropped_and_the_others_kept(monkeypatch):
     finally:
         parent.removeHandler(handler)
     assert "Failed to load weights" not in stream.getvalue() and "KV cache is too small" in stream.getvalue()
+
+
+def test_vllm_warnings_go_through_a_filtered_handler_from_the_start():
+    """vLLM configures its own handler only while an engine starts, after the lines a start prints: with its
+    logging off, ours (filtered) is there before vLLM logs anything, and a repeated line is dropped."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, os\n"
+        "os.environ.pop('CODETHINKER_LOG', None); os.environ.pop('VLLM_CONFIGURE_LOGGING', None)\n"
+        "from codethinker.logs import quiet_libraries\n"
+        "quiet_libraries(); quiet_libraries()\n"
+        "log = logging.getLogger('vllm.model_executor.model_loader.layerwise')\n"
+        "log.warning('ParallelLMHead: Failed to load weights'); log.warning('a real problem')\n"
+        "print(os.environ['VLLM_CONFIGURE_LOGGING'], len(logging.getLogger('vllm').handlers))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.stdout.split() == ["0", "1"]  # one handler, however often it is called
+    assert "a real problem" in res.stderr and "Failed to load weights" not in res.stderr
