@@ -50,10 +50,7 @@ def test_tables_from_metrics(metrics_dir):
     assert "*82.57*" in text and "(paper)" in text
     assert "| w/o RL (the SFT model) | 20.00 ± 1.00 | skipped | 30.00 ± 1.00 | 25.00 (2/3) | -10.00 | *-9.89* |" in text
     assert "| w/o DBS (8 regular samples) | not run |" in text
-    assert (
-        "| SFT (ConTra) | CRUXEval-O 50.00, REval-FO 50.00 | 50.00 | *–* | CRUXEval-O 30, REval-FO 40 | 35 |"
-        in text
-    )
+    assert "| SFT (ConTra) | CRUXEval-O 50.00, REval-FO 50.00 | 50.00 | *–* | CRUXEval-O 30, REval-FO 40 | 35 |" in text
     assert "*14.62*" in text and "*1118*" in text
     assert "| LCB-O | 0 | – | 479 | LCB-O skipped: offline |" in text
     assert "Settings: 5 runs (seeds 0..4), temperature 0.2, max_tokens 32" in text
