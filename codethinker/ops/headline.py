@@ -25,22 +25,13 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
+from codethinker.params import flatten
 from codethinker.tracking import metric_group
 
-__all__ = ["HEADLINE", "flat", "git_commit", "headline", "metric_group", "parent_metrics", "run_name"]
+__all__ = ["HEADLINE", "git_commit", "headline", "metric_group", "parent_metrics", "run_name"]
 
 Flat = dict[str, Any]
 SETS = ("shape_disjoint", "in_distribution", "leetcode")
-
-
-def flat(d: Any, prefix: str = "") -> Flat:
-    """``{"a": {"b": 1}}`` as ``{"a.b": 1}`` (lists and strings kept as values)."""
-    if not isinstance(d, dict):
-        return {prefix.rstrip("."): d} if prefix else {}
-    out: Flat = {}
-    for k, v in d.items():
-        out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-    return out
 
 
 def _num(v: Any) -> bool:
@@ -65,6 +56,11 @@ def _funnel(n_in: str, n_kept: str, parts: tuple[str, ...] = ("",)) -> Callable[
         return {"in": a, "kept": b, "dropped": a - b}
 
     return get
+
+
+def _by_reason(n_in: str, n_kept: str) -> Callable[[Flat], Flat]:
+    """``in``/``kept`` as reported, ``dropped`` the sum of the report's ``dropped.<reason>`` counts."""
+    return lambda f: {"in": f.get(n_in), "kept": f.get(n_kept), "dropped": _sum(f, prefix="dropped.") or 0}
 
 
 def _truth(f: Flat) -> Flat:  # eval_truth and generalize_truth: per benchmark, n/passed or traced/mismatches
@@ -107,10 +103,7 @@ def _generalize(f: Flat) -> Flat:  # generalize@<model>: mean pass@1 per group o
 # stage -> (its MLflow group, detail -> headline)
 HEADLINE: dict[str, tuple[str, Callable[[Flat], Flat]]] = {
     "fetch": ("data/fetch", _funnel("leetcode_rows", "problems")),
-    "ast_filter": (
-        "data/ast_filter",
-        lambda f: {"in": f.get("problems"), "kept": f.get("functions"), "dropped": _sum(f, prefix="dropped.") or 0},
-    ),
+    "ast_filter": ("data/ast_filter", _by_reason("problems", "functions")),
     "gen_inputs": ("data/gen_inputs", _funnel("pairs_requested", "pairs")),
     "synth": ("data/synth", _funnel("requested", "pairs")),
     "exec_filter": ("data/exec_filter", _funnel("pairs_in", "samples", ("", "synth."))),
@@ -124,18 +117,8 @@ HEADLINE: dict[str, tuple[str, Callable[[Flat], Flat]]] = {
             ("heldout_shape_overlap", "overlap.shape_disjoint.shape"),
         ),
     ),
-    "codegen_data": (
-        "data/codegen_data",
-        lambda f: {"in": f.get("problems_in"), "kept": f.get("problems"), "dropped": _sum(f, prefix="dropped.") or 0},
-    ),
-    "crpl_data": (
-        "data/crpl_data",
-        lambda f: {
-            "in": f.get("problems_in"),
-            "kept": f.get("problems_kept"),
-            "dropped": _sum(f, prefix="dropped.") or 0,
-        },
-    ),
+    "codegen_data": ("data/codegen_data", _by_reason("problems_in", "problems")),
+    "crpl_data": ("data/crpl_data", _by_reason("problems_in", "problems_kept")),
     "codegen_truth": (
         "data/codegen_truth",
         lambda f: {"checked": f.get("checked"), "mismatches": (f.get("checked") or 0) - (f.get("passed") or 0)},
@@ -161,7 +144,7 @@ def headline(stage: str, detail: dict[str, Any]) -> dict[str, float]:
     spec = HEADLINE.get(stage.split("@", 1)[0])
     if spec is None:
         return {}
-    values = spec[1](flat(detail))
+    values = spec[1](flatten(detail))
     return {k: v if isinstance(v, int) else float(v) for k, v in values.items() if _num(v)}
 
 
