@@ -55,6 +55,8 @@ REPEATED = {
         "The global random seed is set to",
         "Reset SSM cache type",
         "Triton is not installed",
+        "Triton is installed, but doesn't include CPU backend",
+        "Unknown vLLM environment variable detected: VLLM_DIST_IDENT",  # the CPU worker sets it itself
         "does not officially support disabling chunked prefill",
         "Model Runner V2 requires Triton",
         "Inductor compilation was disabled",
@@ -116,6 +118,10 @@ def quiet_libraries() -> None:
     if "VLLM_CONFIGURE_LOGGING" not in os.environ:  # vLLM's handler would appear only while its engine starts,
         os.environ["VLLM_CONFIGURE_LOGGING"] = "0"  # after the lines a start prints: ours, filtered, from the start
         _vllm_handler()
+    # torch's C++ warnings print straight to stderr; the only one a stage meets is the NUMA policy vLLM's CPU
+    # worker picks at every engine start (read when torch is imported: set before it)
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # MLflow sets its level at import (INFO otherwise)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "warning")  # above WARN, the Trainer turns its bar off
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # per-file download bars, not the stage's own

@@ -23,7 +23,7 @@ from codethinker.config.generalize import GeneralizeConfig
 from codethinker.data.io import RecordError
 from codethinker.data.sources import SourceError
 from codethinker.engines.kv_cache import KVCacheError
-from codethinker.evaluation.generalize import run_benchmarks
+from codethinker.evaluation.generalize import run_benchmarks, summary_lines
 from codethinker.evaluation.harness import close_engine, model_problem, open_engine
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 
@@ -61,12 +61,14 @@ def main(argv: list[str] | None = None) -> None:
                 pred_dir=args.out,
                 metrics_dir=args.metrics,
                 extra={"model": asdict(spec)},
-                log=lambda s: print(f"generalize@{spec.name}: {s}", flush=True),
+                desc=f"generalize@{spec.name}",
             )
         except (SourceError, RecordError, ValueError) as exc:
             raise SystemExit(f"generalize@{spec.name}: {exc}") from None
         finally:
             close_engine(engine)
+        for line in summary_lines(results):
+            print(f"generalize@{spec.name}: {line}", flush=True)
         for name, m in results.items():
             if "skipped" in m:
                 run.set_tags({f"{name}.skipped": m["skipped"]})

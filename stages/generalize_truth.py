@@ -13,6 +13,8 @@ import argparse
 import sys
 import time
 
+from tqdm.auto import tqdm
+
 from codethinker.config import load_config
 from codethinker.config.generalize import GeneralizeConfig
 from codethinker.data.io import write_json
@@ -31,7 +33,9 @@ def run(cfg: GeneralizeConfig, paths: argparse.Namespace) -> dict:
     mirror, cache = cfg.base.mirror_root(), cfg.cache_dir
     limit = cfg.truth_limit
     out: dict = {}
-    for name, task, why in runnable(cfg.benchmarks):
+    bar = tqdm(list(runnable(cfg.benchmarks)), desc="generalize_truth", unit="bench", file=sys.stderr)
+    for name, task, why in bar:
+        bar.set_postfix_str(name)
         if why is not None:
             out[name] = {"skipped": why}
             continue
@@ -44,11 +48,12 @@ def run(cfg: GeneralizeConfig, paths: argparse.Namespace) -> dict:
         res = oracle_check(task, items[:limit] if limit else items)
         res.update(total=len(items), seconds=round(time.perf_counter() - t0, 2))
         out[name] = res
-        print(
-            f"generalize_truth: {name}: {res['passed']} of {res['n']} references pass ({res['seconds']:.0f} s)"
-            + "".join(f"\n  {f['id']}: {f['status']}: {f['detail']}" for f in res["failures"]),
-            file=sys.stderr,
-        )
+        if res["failures"]:  # a reference judged wrong: every one, by name (all passing: the end line's count)
+            bar.write(
+                f"generalize_truth: {name}: {res['passed']} of {res['n']} references pass"
+                + "".join(f"\n  {f['id']}: {f['status']}: {f['detail']}" for f in res["failures"]),
+                file=sys.stderr,
+            )
     write_json(paths.metrics, out)
     return out
 

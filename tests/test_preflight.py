@@ -689,8 +689,9 @@ def test_flow_runs_preflight_first_stops_when_it_fails_and_can_skip_it(tmp_path:
     assert "preflight failed for profile default" in out and "serves someone/else, not Qwen/Qwen3-32B" in out
     assert "--no-preflight" in summary["preflight_error"] and summary["stages"] == []
     assert runs_log(root) == ["gen_inputs"]  # the stale stage did not run
+    assert yaml.safe_load((root / "params.yaml").read_text())["gen_inputs"] == good  # the override held for one run
 
-    rc, out, summary = run_flow(root, "--no-preflight")
+    rc, out, summary = run_flow(root, "--no-preflight", "-S", "+gen_inputs.n_inputs=16")
     assert rc == 0, out[-6000:]
     assert "preflight" not in summary and runs_log(root) == ["gen_inputs", "gen_inputs"]
 

@@ -42,13 +42,13 @@ __all__ = [
     "expand",
     "get_task",
     "known",
-    "one_line",
     "oracle_check",
     "pass_at_k",
     "register",
     "run_benchmarks",
     "runnable",
     "skipped",
+    "summary_lines",
 ]
 
 
@@ -284,16 +284,29 @@ def known(name: str) -> bool:
     return key in _MODULES or key in TASKS or key in SKIPPED or key in ALIASES
 
 
-def one_line(m: Mapping[str, Any]) -> str:
-    """A one-line summary of one benchmark's metrics (logs and the CLI)."""
-    if "skipped" in m:
-        return f"{m['benchmark']}: {m['skipped']}"
-    tokens = "n/a" if m.get("tokens_mean") is None else f"{m['tokens_mean']:.0f}"
-    return (
-        f"{m['display']}: pass@1 {100 * m['pass1']:.1f}% [{100 * m['pass1_ci_low']:.1f}, "
-        f"{100 * m['pass1_ci_high']:.1f}] on {m['n_problems']} of {m.get('total', '?')} problems, statuses "
-        f"{m['statuses']}, {tokens} tokens/answer, {m.get('wall_seconds', 0):.0f} s"
-    )
+def summary_lines(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The stage's log of a finished run: pass@1 (%) of each benchmark that ran, one line per group, then
+    the skipped ones, one line per reason (statuses and intervals are in the metrics files).
+
+    >>> summary_lines({"gsm8k": {"display": "GSM8K", "group": "math", "pass1": 0.25, "n_problems": 20},
+    ...                "go": {"benchmark": "cruxeval-x-go", "skipped": "runtime missing: go"}})
+    ['pass@1 % (problems): math GSM8K 25.0 (20)', 'skipped (runtime missing): cruxeval-x-go']
+    """
+    lines, by_group, by_reason = [], {}, {}
+    for m in results.values():
+        if "skipped" in m:
+            reason, _, detail = str(m["skipped"]).partition(": ")
+            by_reason.setdefault(reason if detail else str(m["skipped"]), []).append(m["benchmark"])
+        else:
+            by_group.setdefault(m.get("group", "other"), []).append(
+                f"{m['display']} {100 * m['pass1']:.1f} ({m['n_problems']})"
+            )
+    cells = [f"{group} " + " · ".join(cs) for group, cs in by_group.items()]
+    if cells:
+        lines.append("pass@1 % (problems): " + cells[0])
+        lines += [" " * len("pass@1 % (problems): ") + c for c in cells[1:]]
+    lines += [f"skipped ({reason}): " + ", ".join(names) for reason, names in by_reason.items()]
+    return lines
 
 
 def runnable(names: Sequence[str]) -> Iterator[tuple[str, Task | None, str | None]]:
@@ -318,14 +331,21 @@ def run_benchmarks(
     pred_dir: Path | None = None,
     metrics_dir: Path | None = None,
     extra: Mapping[str, Any] | None = None,
-    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+    desc: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Evaluate ``engine`` on each named benchmark; write ``<pred_dir>/<name>.jsonl`` (every answer,
-    judged) and ``<metrics_dir>/<name>.json``; a benchmark in :data:`SKIPPED` is written as skipped."""
+    judged) and ``<metrics_dir>/<name>.json``; a benchmark in :data:`SKIPPED` is written as skipped.
+    ``desc``: a progress bar over the benchmarks with this label (None: no bar); the results in a few
+    lines: :func:`summary_lines`."""
+    from tqdm.auto import tqdm
+
     from codethinker.data.io import write_json, write_jsonl
 
     results: dict[str, dict[str, Any]] = {}
-    for key, task, why in runnable(names):
+    todo = list(runnable(names))
+    bar = tqdm(todo, desc=desc, unit="bench", file=sys.stderr, dynamic_ncols=True, disable=desc is None)
+    for key, task, why in bar:
+        bar.set_postfix_str(key)
         t0 = time.perf_counter()
         if why is not None:
             m = skipped(key, why, {"display": task.display, "group": task.group} if task else None)
@@ -341,5 +361,4 @@ def run_benchmarks(
         if metrics_dir is not None:
             write_json(Path(metrics_dir) / f"{key}.json", m)
         results[key] = m
-        log(one_line(m))
     return results

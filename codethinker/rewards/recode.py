@@ -57,6 +57,7 @@ __all__ = [
     "cg_rewards",
     "cg_score",
     "cg_scores",
+    "load_classifier",
     "process_reward",
     "recode_format",
     "recode_program",
@@ -136,6 +137,28 @@ def cg_rewards(
     return [s.reward for s in cg_scores(completions, problems, verdicts, rm_scores, gated=gated)]
 
 
+def load_classifier(path: str | Path, **kwargs: Any) -> Any:
+    """A one-logit sequence classifier from ``path``. From a causal LM (the reward model's start) the
+    ``score`` head is new: transformers prints that as a 12-line MISSING table on every load, so the table
+    is kept quiet and the expected case checked here instead; a missing weight of the body is an error."""
+    import logging
+
+    from transformers import AutoModelForSequenceClassification
+
+    report = logging.getLogger("transformers.modeling_utils")  # where transformers logs the load report
+    level = report.level
+    report.setLevel(logging.ERROR)
+    try:
+        net, info = AutoModelForSequenceClassification.from_pretrained(
+            str(path), num_labels=1, output_loading_info=True, **kwargs
+        )
+    finally:
+        report.setLevel(level)
+    if body := sorted(k for k in info.get("missing_keys", ()) if not k.startswith("score.")):
+        raise ValueError(f"{path}: not a checkpoint of this model, {len(body)} weights missing ({body[0]}, ...)")
+    return net
+
+
 class ProcessRewardModel:
     """The trained CRPL reward model (a sequence-classification head, one logit): :meth:`score` gives the
     Bradley-Terry logit of each (prompt, completion), laid out by the tokenizer's chat template as in
@@ -143,13 +166,13 @@ class ProcessRewardModel:
 
     def __init__(self, path: str | Path, *, device: str | None = None, max_length: int | None = None):
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tok = AutoTokenizer.from_pretrained(str(path))
         if self.tok.pad_token is None:
             self.tok.pad_token = self.tok.eos_token
-        self.model = AutoModelForSequenceClassification.from_pretrained(str(path), num_labels=1).to(self.device)
+        self.model = load_classifier(path).to(self.device)
         self.model.config.pad_token_id = self.tok.pad_token_id
         self.model.eval()
         self.max_length = max_length

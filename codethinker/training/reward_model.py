@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codethinker.rewards.recode import ProcessRewardModel
+from codethinker.rewards.recode import ProcessRewardModel, load_classifier
 from codethinker.training.common import PRECISIONS, resolve_precision
 
 __all__ = ["RewardModelParams", "pair_accuracy", "run_reward_model"]
@@ -92,12 +92,9 @@ def pair_accuracy(scorer: ProcessRewardModel, rows: Sequence[dict[str, Any]]) ->
 
 def _trainer(model: str, tok: Any, rows: list[dict[str, Any]], out: Path, p: RewardModelParams, seed: int, cb: Any):
     from datasets import Dataset
-    from transformers import AutoModelForSequenceClassification
     from trl import RewardConfig, RewardTrainer
 
-    net = AutoModelForSequenceClassification.from_pretrained(
-        model, num_labels=1, dtype=resolve_precision(p.precision).torch_dtype()
-    )
+    net = load_classifier(model, dtype=resolve_precision(p.precision).torch_dtype())
     net.config.pad_token_id = tok.pad_token_id
     args = RewardConfig(
         output_dir=str(out / "checkpoints"),

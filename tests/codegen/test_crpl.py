@@ -189,3 +189,29 @@ def test_reward_model_trains_and_scores(tmp_path):
     scores = ProcessRewardModel(tmp_path / "rm").score([heldout[0]["prompt"]] * 2, [heldout[0]["chosen"]] * 2)
     assert len(scores) == 2 and scores[0] == pytest.approx(scores[1])
     json.dumps(m)
+
+
+def test_load_classifier_checks_the_new_head_quietly_and_refuses_a_foreign_checkpoint(tmp_path, caplog, capfd):
+    """From a causal LM only ``score`` is new: no 12-line MISSING table, a working one-logit model; a
+    checkpoint whose body weights are missing (another architecture's files) is an error, not a random body."""
+    import logging
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from codethinker.rewards.recode import load_classifier
+    from codethinker.training.bootstrap import build_tiny_model
+    from codethinker.training.tokenizer import train_bpe
+
+    tok = train_bpe(["def f(x):\n    return x + 1\n"] * 4, 300)
+    base = build_tiny_model(tmp_path / "base", tok, seed=0, hidden_size=64, num_attention_heads=1,
+                            num_key_value_heads=1, num_hidden_layers=1, intermediate_size=128)  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        net = load_classifier(base)
+    assert "LOAD REPORT" not in caplog.text and "MISSING" not in capfd.readouterr().err
+    assert net.score.out_features == 1 and net(torch.tensor([[1, 2, 3]])).logits.shape == (1, 1)
+    assert logging.getLogger("transformers.modeling_utils").level != logging.ERROR  # the level is restored
+    weights = load_file(base / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if "layers.0.mlp" not in k}, base / "model.safetensors")
+    with pytest.raises(ValueError, match=r"weights missing \(model\.layers\.0\.mlp"):
+        load_classifier(base)

@@ -24,6 +24,7 @@ from codethinker.evaluation.generalize import (
     oracle_check,
     pass_at_k,
     run_benchmarks,
+    summary_lines,
 )
 from codethinker.evaluation.input_prediction import CRUXEvalInput, check_source, predicted_args
 
@@ -231,6 +232,28 @@ def test_run_benchmarks_end_to_end_with_an_oracle_model(data_mirror, tmp_path):
         assert json.loads((tmp_path / "met" / f"{name}.json").read_text())["pass1"] == 1.0
         assert len((tmp_path / "pred" / f"{name}.jsonl").read_text().splitlines()) == 10
     assert "skipped" in res["lcb-cg"]
+    lines = summary_lines(res)  # the stage's log: one line per group that ran, one per skip reason
+    assert lines[0] == "pass@1 % (problems): input CRUXEval-I 100.0 (5)"
+    assert [line.split()[0] for line in lines[1:-1]] == ["codegen", "math", "runtime"]
+    assert lines[-1].startswith("skipped (LiveCodeBench-CG lives only on the Hugging Face hub")
+    assert lines[-1].endswith("): lcb-cg")
+
+
+def test_summary_lines_group_benchmarks_and_skip_reasons():
+    cell = {"pass1": 0.5, "n_problems": 4}
+    res = {
+        "gsm8k": {**cell, "display": "GSM8K", "group": "math"},
+        "humaneval": {**cell, "display": "HumanEval", "group": "codegen"},
+        "math500": {**cell, "pass1": 0.125, "display": "MATH500", "group": "math"},
+        "cruxeval-x-go": {"benchmark": "cruxeval-x-go", "skipped": "runtime missing: go"},
+        "cruxeval-x-php": {"benchmark": "cruxeval-x-php", "skipped": "runtime missing: php"},
+    }
+    assert summary_lines(res) == [
+        "pass@1 % (problems): math GSM8K 50.0 (4) · MATH500 12.5 (4)",
+        "                     codegen HumanEval 50.0 (4)",
+        "skipped (runtime missing): cruxeval-x-go, cruxeval-x-php",
+    ]
+    assert summary_lines({}) == []
 
 
 def test_cruxeval_x_alias_expands_to_its_languages():

@@ -183,3 +183,26 @@ def test_vllm_warnings_go_through_a_filtered_handler_from_the_start():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.stdout.split() == ["0", "1"]  # one handler, however often it is called
     assert "a real problem" in res.stderr and "Failed to load weights" not in res.stderr
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_a_vllm_engine_start_prints_nothing(tiny_model):
+    """A real engine start on the CPU build, as a stage makes it: vLLM's notes about the CPU build's choices,
+    torch's C++ NUMA note and the Triton line used to print 15 lines at every start; now none."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("vllm")
+    code = (
+        "import sys\n"
+        "from codethinker.logs import quiet_libraries; quiet_libraries()\n"
+        "from codethinker.engines.vllm import VLLMEngine\n"
+        "print('=== start', file=sys.stderr, flush=True)\n"
+        f"VLLMEngine({str(tiny_model)!r}, max_model_len=1024, weight_sync=True).close()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (LEVEL_ENV, "VLLM_CONFIGURE_LOGGING", "TORCH_CPP_LOG_LEVEL")}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stderr.split("=== start\n", 1)[1].strip() == ""
