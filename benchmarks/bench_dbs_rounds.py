@@ -47,7 +47,7 @@ def main() -> None:
     from codethinker.contra.tracer import Flow
     from codethinker.contra.validate import prefix_score
     from codethinker.sampling.dbs import DBSConfig, dbs_sample
-    from codethinker.training.grpo import load_grpo_rows
+    from codethinker.training.grpo_data import load_grpo_rows
     from codethinker.training.train_eval import truth_token_budget
 
     rows, _ = load_grpo_rows(a.data)

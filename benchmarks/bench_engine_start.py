@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 def child(model: str, data: str, prompts: int, max_tokens: int, in_process: bool) -> dict:
     from codethinker import engines
-    from codethinker.training.grpo import load_grpo_rows
+    from codethinker.training.grpo_data import load_grpo_rows
 
     rows, _ = load_grpo_rows(data)
     t0 = time.perf_counter()

@@ -47,7 +47,7 @@ def main() -> None:
     from codethinker.contra.validate import prefix_score
     from codethinker.engines.base import PrefixRequest, one_call, run_programs
     from codethinker.sampling.dbs import DBSConfig, DBSRun
-    from codethinker.training.grpo import load_grpo_rows
+    from codethinker.training.grpo_data import load_grpo_rows
     from codethinker.training.train_eval import truth_token_budget
 
     rows, _ = load_grpo_rows(a.data)

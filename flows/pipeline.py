@@ -72,7 +72,8 @@ from codethinker.params import ParamsError, load_params
 from codethinker.preflight import format_report, plan_checks, run_preflight
 from codethinker.tracking import StageRun, tracking_uri
 from flows.dag import StageSpec, apply_overrides, classify, read_dag, select
-from flows.dvc_task import GPU_LIMIT, dvc_stage, ensure_gpu_limit, flow_run_registry, local_flows_guard, numbers
+from flows.dvc_task import GPU_LIMIT, dvc_stage, ensure_gpu_limit, flow_run_registry, local_flows_guard
+from flows.summary import funnel_rows, summary_markdown, write_summary
 
 __all__ = [
     "GPU_LIMIT",
@@ -134,31 +135,6 @@ def run_preflight_step(params_file: Path, sections: list[str], logger: Any) -> l
 # --- the flow -------------------------------------------------------------------------------
 
 
-def _summary_markdown(summary: dict[str, Any]) -> str:
-    lines = [
-        "# codethinker pipeline",
-        "",
-        f"- root: `{summary['root']}`",
-        f"- overrides: `{summary['overrides'] or 'none'}`",
-        f"- MLflow parent run: `{summary.get('mlflow_parent_run_id')}` in `{summary.get('mlflow_tracking_uri')}`"
-        " (`mlflow ui --backend-store-uri <uri>`)",
-        "",
-        "| stage | state | dvc | attempts | seconds | gpu | llm |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for s in summary["stages"]:
-        lines.append(
-            f"| {s['stage']} | {s['state']} | {s.get('status', '')} | {s.get('attempts', '')} | "
-            f"{s.get('seconds', '')} | {s['gpu']} | {s['llm']} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _write_summary(summary: dict[str, Any], summary_path: str | None) -> None:
-    if summary_path:
-        Path(summary_path).write_text(json.dumps(summary, indent=2, default=str))
-
-
 def _preflight(
     preflight: bool, params_file: Path, specs: list[StageSpec], logger: Any, summary: dict[str, Any]
 ) -> None:
@@ -178,13 +154,13 @@ def _preflight(
 def _record(parent: StageRun, root: Path, summary: dict[str, Any]) -> None:
     """The parent run's funnel metrics and summary and the Prefect artifacts; :class:`PipelineFailed`
     when a stage did not complete."""
-    rows = _funnel_rows(summary)
+    rows = funnel_rows(summary)
     parent.log_metrics({f"{r['stage']}.{r['metric']}": r["value"] for r in rows})
     parent.log_dict({"stages": summary["stages"], "funnel": rows}, "pipeline_summary.json")
     parent.log_artifact(root / "dvc.lock")
     if rows:
         create_table_artifact(key="funnel", table=rows, description="every number of every metrics file")
-    create_markdown_artifact(key="pipeline-summary", markdown=_summary_markdown(summary), description="stage states")
+    create_markdown_artifact(key="pipeline-summary", markdown=summary_markdown(summary), description="stage states")
     bad = [s["stage"] for s in summary["stages"] if s["state"] != "COMPLETED"]
     summary["ok"] = not bad
     if bad:
@@ -250,7 +226,7 @@ def _pipeline(
     try:
         _preflight(preflight, params_file, specs, logger, summary)
     except PreflightFailed:
-        _write_summary(summary, summary_path)
+        write_summary(summary, summary_path)
         raise
     with local_flows_guard() as alone, flow_run_registry(str(runtime_flow_run.id), logger):
         if any(c["gpu"] for c in classes.values()):
@@ -270,7 +246,7 @@ def _pipeline(
                 _run_stages(specs, classes, root_p, parent.run_id, force, n_retries, delay, summary)
                 _record(parent, root_p, summary)
         finally:
-            _write_summary(summary, summary_path)
+            write_summary(summary, summary_path)
     return summary
 
 
@@ -327,14 +303,6 @@ def _run_stages(
         else:
             entry["message"] = state.message
         summary["stages"].append(entry)
-
-
-def _funnel_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for s in summary["stages"]:
-        for path, key, value in numbers(s.get("metrics") or {}):
-            rows.append({"stage": s["stage"], "file": path, "metric": key, "value": value})
-    return rows
 
 
 # --- command line -----------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def main() -> None:
 
     from codethinker.contra.render import render_prompt, render_trace
     from codethinker.contra.tracer import Flow
-    from codethinker.training.grpo import load_grpo_rows
+    from codethinker.training.grpo_data import load_grpo_rows
 
     tok = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model).eval()

@@ -81,7 +81,8 @@ def main() -> None:
         print("sft", {k: metrics[k] for k in ("steps", "last_loss", "tokens", "tokens_per_s", "wall_s")}, flush=True)
         model = a.out / "sft/merged"
     from codethinker.engines.vllm import VLLMEngine
-    from codethinker.training.grpo import load_grpo_rows, with_reward_prompts
+    from codethinker.training.grpo_data import load_grpo_rows
+    from codethinker.training.grpo_rows import with_reward_prompts
     from codethinker.training.train_eval import EvalParams, select_rows
 
     rows, _ = load_grpo_rows(a.run / "data/contra_sft/grpo_eval.parquet")

@@ -21,7 +21,7 @@ from codethinker.config.grpo import TrainEvalConfig
 from codethinker.data.io import atomic_write, write_json
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
-from codethinker.training.grpo import load_grpo_rows
+from codethinker.training.grpo_data import load_grpo_rows
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
 from codethinker.training.train_eval import run_train_eval
 

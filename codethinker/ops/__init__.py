@@ -2,7 +2,8 @@
 
 Layer rule: :mod:`codethinker.ops` may import the core (``contra``, ``data``, ``sandbox``,
 ``engines``, ``sampling``, ``rewards``, ``training``, ``evaluation``, ``params``, ``tracking``);
-the core never imports ``ops``. The stages (``stages/*.py``), the command line and the Prefect
+the core never imports ``ops`` (the preflight reads ``dvc.yaml`` through :mod:`~codethinker.ops.dvcfile`, the
+project's one reader of it, which imports no DVC). The stages (``stages/*.py``), the command line and the Prefect
 flows (``flows/``) are its callers.
 
 - :mod:`~codethinker.ops.dvcfile`: ``dvc.yaml`` read as plain YAML (a stage's entry, foreach

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["declared", "llm_params", "marks", "stage_argv", "stage_entry"]
+__all__ = ["declared", "llm_params", "marks", "pipeline_outs", "read", "stage_argv", "stage_entry"]
 
 _KINDS = ("outs", "metrics", "plots")
 
@@ -36,14 +36,23 @@ def _split(stage: str, root: Path) -> tuple[Path, str, str]:
     return path, name, key
 
 
+def read(path: str | Path = "dvc.yaml") -> dict[str, Any]:
+    """The whole ``dvc.yaml`` at ``path`` (a folder: its ``dvc.yaml``) as plain data; {} when it is absent,
+    unreadable or no mapping (every reader of dvc.yaml in the project comes through here)."""
+    path = Path(path)
+    path = path / "dvc.yaml" if path.is_dir() else path
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def stage_entry(stage: str, root: str | Path = ".") -> dict[str, Any]:
     """The ``dvc.yaml`` entry of ``stage`` (a foreach item's ``do:``, ``${key}`` not yet replaced); {} if none."""
     path, name, key = _split(stage, Path(root))
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-        entry = (data.get("stages") or {}).get(name) or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return {}
+    stages = read(path).get("stages")
+    entry = stages.get(name) if isinstance(stages, dict) else None
     if not isinstance(entry, dict):
         return {}
     if key and isinstance(entry.get("do"), dict):  # foreach stage: `${key}` is the part after @
@@ -71,6 +80,29 @@ def declared(stage: str, root: str | Path = ".", kinds: tuple[str, ...] = _KINDS
                     paths.append(str(wdir / raw))
         out[kind] = paths
     return out
+
+
+def pipeline_outs(root: str | Path = ".") -> list[str]:
+    """Every ``outs`` path ``root/dvc.yaml`` declares, relative to ``root`` as written (a foreach stage's
+    templated paths left out), and the folder each sits in below a top folder (``models/sft`` of
+    ``models/sft/merged``: a LoRA adapter lands beside it): what the pipeline itself will write.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "dvc.yaml").write_text("stages: {sft: {outs: [models/sft/merged, {metrics/sft.json: {}}]}}")
+    >>> pipeline_outs(d)
+    ['models/sft/merged', 'models/sft', 'metrics/sft.json']
+    """
+    stages = read(root).get("stages")
+    made: dict[str, None] = {}
+    for entry in stages.values() if isinstance(stages, dict) else ():
+        body = (entry.get("do") or entry) if isinstance(entry, dict) else {}
+        for item in body.get("outs") or [] if isinstance(body, dict) else []:
+            out = next(iter(item)) if isinstance(item, dict) and item else item
+            if isinstance(out, str) and "${" not in out:
+                made[out] = None
+                if len(Path(out).parts) > 2:
+                    made[str(Path(out).parent)] = None
+    return list(made)
 
 
 def stage_argv(stage: str, root: str | Path = ".") -> list[str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from codethinker.ops.dvcfile import read
 
 __all__ = ["PlotSpec", "funnel_steps", "plot_specs", "read_series", "render_all", "render_funnel", "render_train_eval"]
 
@@ -41,7 +41,7 @@ class PlotSpec:
 
 def plot_specs(root: str | Path = ".") -> list[PlotSpec]:
     """The top-level ``plots:`` of ``root/dvc.yaml`` (a list of one-key mappings, DVC's layout)."""
-    doc = yaml.safe_load((Path(root) / "dvc.yaml").read_text()) or {}
+    doc = read(Path(root) / "dvc.yaml")
     specs = []
     for entry in doc.get("plots") or []:
         if not isinstance(entry, dict):  # a bare file path: DVC's defaults, nothing to title

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
-
 from codethinker.config.loader import ModelConfig, ParamsFile
+from codethinker.ops.dvcfile import pipeline_outs
 from codethinker.preflight.probes import Probes
 
 __all__ = ["CheckResult", "PlannedCheck", "is_hub_id", "policy", "section", "trainer_section"]
@@ -93,24 +92,9 @@ def policy(params: ParamsFile) -> str:
 
 
 def _made_by_stages(root: Path) -> list[str]:
-    """What the pipeline writes (so a missing model folder there is no error before it ran): the outs that
-    ``root/dvc.yaml`` declares (each stage's cmd passes them as its paths) and the folder each sits in below a
-    top folder (``models/sft`` of ``models/sft/merged``: the sft stage's LoRA adapter lands beside it); []
-    without a readable dvc.yaml."""
-    try:
-        stages = (yaml.safe_load((root / "dvc.yaml").read_text()) or {}).get("stages") or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return []
-    made: dict[str, None] = {}
-    for entry in stages.values():
-        body = (entry.get("do") or entry) if isinstance(entry, dict) else {}
-        for item in body.get("outs") or []:
-            out = next(iter(item)) if isinstance(item, dict) else item
-            if isinstance(out, str) and "${" not in out:
-                made[out] = None
-                if len(Path(out).parts) > 2:
-                    made[str(Path(out).parent)] = None
-    return list(made)
+    """What the pipeline writes (so a missing model folder there is no error before it ran): the outs of
+    ``root/dvc.yaml`` (:func:`codethinker.ops.dvcfile.pipeline_outs`, the project's one reader of it)."""
+    return pipeline_outs(root)
 
 
 def _local(ref: str, root: Path) -> Path:

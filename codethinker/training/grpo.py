@@ -1,4 +1,5 @@
-"""GRPO with DBS and the CRM reward: parameters shared by both backends, and the GRPO data.
+"""GRPO with DBS and the CRM reward: the parameters shared by both backends and their resolution (the rows and
+the completion budget: :mod:`codethinker.training.grpo_data`).
 
 Backends (``grpo.backend`` in params.yaml):
 - ``local``: TRL's GRPOTrainer on one machine (CPU here), :mod:`codethinker.training.grpo_local`;
@@ -11,8 +12,8 @@ Data: the GRPO parquet in verl's schema (``prompt`` chat messages, ``reward_mode
 The reward (``grpo.reward``, :mod:`codethinker.rewards.switch`): ``crm`` (CodeThinker, the row's
 ConTra prompt), ``orm`` (CodeReasoner, the vanilla prompt) or ``whitebox`` (ExecVerify, the white-box
 prompt). The prompt of a baseline is rendered from the row's truth when the rows are loaded
-(:func:`with_reward_prompts`), so ``contra_sft``'s data serves every reward. DBS branches on ConTra
-blocks, which the baselines' formats lack: for them :func:`resolve_reward` draws the ``n_dbs``
+(:func:`~codethinker.training.grpo_rows.with_reward_prompts`), so ``contra_sft``'s data serves every reward.
+DBS branches on ConTra blocks, which the baselines' formats lack: for them :func:`resolve_reward` draws the ``n_dbs``
 samples as regular ones (the same group size; a logged notice) and ends responses at ``[/ANSWER]``.
 
 The task (``grpo.task``): ``reasoning`` (the above) or ``codegen``, whose rows are codegen_data's training
@@ -26,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from codethinker.config.loader import from_mapping
@@ -37,13 +37,9 @@ __all__ = [
     "GRPOParams",
     "VerlParams",
     "check_task_reward",
-    "drop_long_prompts",
     "grpo_params",
-    "load_grpo_rows",
-    "resolve_budget",
     "resolve_model_len",
     "resolve_reward",
-    "with_reward_prompts",
 ]
 
 log = logging.getLogger(__name__)
@@ -263,27 +259,6 @@ def grpo_params(section: dict[str, Any]) -> GRPOParams:
     return from_mapping(GRPOParams, section, "grpo")
 
 
-def _plain(x: Any) -> Any:
-    """numpy arrays / pyarrow structs from parquet -> plain lists and dicts."""
-    if hasattr(x, "tolist"):
-        x = x.tolist()
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_plain(v) for v in x]
-    return x
-
-
-def with_reward_prompts(rows: list[dict[str, Any]], spec: Any) -> list[dict[str, Any]]:
-    """``rows`` with the prompt of the reward ``spec`` (a :class:`~codethinker.rewards.switch.RewardSpec`):
-    ``crm`` keeps each row's ConTra prompt; ``orm`` and ``whitebox`` render theirs from the row's truth."""
-    if spec.kind == "crm" or getattr(spec, "task", "reasoning") == "codegen":  # codegen rows carry theirs
-        return rows
-    from codethinker.contra.tracer import Flow
-
-    return [{**r, "prompt": spec.prompt(Flow.from_json(r["truth"]))} for r in rows]
-
-
 def resolve_reward(p: GRPOParams) -> GRPOParams:
     """The rollout the reward can use. DBS branches at ConTra block ends; ``orm`` and ``whitebox``
     responses have none, so their ``n_dbs`` samples become regular ones (``n_regular + n_dbs`` regular,
@@ -309,66 +284,6 @@ def resolve_reward(p: GRPOParams) -> GRPOParams:
     return dataclasses.replace(p, rollout=dataclasses.replace(r, **changes)) if changes else p
 
 
-def load_grpo_rows(
-    path: str | Path, model: str | Path | None = None, p: GRPOParams | None = None, reward: Any = None
-) -> tuple[list[dict[str, Any]], int]:
-    """Rows ``{"id", "source", "heldout", "task_id", "prompt", "truth"}`` from the GRPO parquet (only
-    ``p.sources``), each prompt in the reward's format (``reward``: a ``RewardSpec``, else ``p``'s, else
-    the row's ConTra prompt); prompts over ``p.max_prompt_tokens`` dropped (their count returned too)."""
-    if p is not None and p.task == "codegen":  # codegen_data's training problems
-        from codethinker.training.grpo_codegen import load_codegen_rows
-
-        return load_codegen_rows(path, model, p)
-    import pandas as pd
-
-    df = pd.read_parquet(path)
-    rows = []
-    for rec in df.to_dict("records"):
-        rec = _plain(rec)
-        extra = rec.get("extra_info") or {}
-        rows.append(
-            {
-                "id": extra.get("id", str(len(rows))),
-                "source": extra.get("source", "leetcode"),
-                **{k: extra.get(k) or "" for k in ("heldout", "task_id")},
-                "prompt": rec["prompt"],
-                "truth": rec["reward_model"]["ground_truth"],
-            }
-        )
-    spec = reward if reward is not None else p.reward_spec() if p is not None else None
-    p = p or GRPOParams()
-    if p.sources:
-        rows = [r for r in rows if r["source"] in p.sources]
-    if p.max_prompts:
-        rows = rows[: p.max_prompts]
-    if spec is not None:
-        rows = with_reward_prompts(rows, spec)
-    return drop_long_prompts(rows, model, p.max_prompt_tokens)
-
-
-def drop_long_prompts(
-    rows: list[dict[str, Any]], model: str | Path | None, max_tokens: int
-) -> tuple[list[dict[str, Any]], int]:
-    """The rows whose chat prompt fits ``max_tokens`` of ``model``'s tokens, and how many were dropped
-    (``model`` None: all kept)."""
-    if model is None:
-        return rows, 0
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(model))
-    kept = [
-        r
-        for r in rows
-        if len(
-            tok.apply_chat_template(r["prompt"], tokenize=True, add_generation_prompt=True, return_dict=True)[
-                "input_ids"
-            ]
-        )
-        <= max_tokens
-    ]
-    return kept, len(rows) - len(kept)
-
-
 def resolve_model_len(p: GRPOParams) -> GRPOParams:
     """``max_model_len: auto`` -> ``max_prompt_tokens`` + the (resolved) completion budget; a number
     below that is an error, not a silent cut of every long completion.
@@ -387,22 +302,3 @@ def resolve_model_len(p: GRPOParams) -> GRPOParams:
             "before their budget; set grpo.max_model_len: auto"
         )
     return p
-
-
-def resolve_budget(p: GRPOParams, model: str | Path, rows: list[dict[str, Any]]) -> GRPOParams:
-    """``rollout.max_completion_tokens: auto`` -> 1.25 x the longest ground-truth trace of ``rows`` in
-    ``model``'s tokens (both backends); a number is kept."""
-    if p.rollout.max_completion_tokens != "auto":
-        return p
-    if p.task == "codegen":
-        from codethinker.training.grpo_codegen import codegen_budget
-
-        return dataclasses.replace(
-            p, rollout=dataclasses.replace(p.rollout, max_completion_tokens=codegen_budget(p, model, rows))
-        )
-    from transformers import AutoTokenizer
-
-    from codethinker.training.train_eval import truth_token_budget
-
-    budget = truth_token_budget(AutoTokenizer.from_pretrained(str(model)), rows, p.trace_thoughts)
-    return dataclasses.replace(p, rollout=dataclasses.replace(p.rollout, max_completion_tokens=budget))

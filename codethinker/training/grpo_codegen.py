@@ -24,7 +24,8 @@ from typing import Any
 
 from codethinker.rewards.codegen_switch import CodegenScore, problem_of
 from codethinker.training.codegen_eval import read_problems, reference_budget
-from codethinker.training.grpo import GRPOParams, drop_long_prompts
+from codethinker.training.grpo import GRPOParams
+from codethinker.training.grpo_rows import drop_long_prompts
 from codethinker.training.reward_func import RewardFunc
 
 __all__ = [

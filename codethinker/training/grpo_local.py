@@ -27,14 +27,9 @@ from typing import Any
 
 from codethinker.training.checkpoint import checkpoint_dir, fingerprint, last_checkpoint, save_policy
 from codethinker.training.common import resolve_precision
-from codethinker.training.grpo import (
-    GRPOParams,
-    load_grpo_rows,
-    resolve_budget,
-    resolve_model_len,
-    resolve_reward,
-    with_reward_prompts,
-)
+from codethinker.training.grpo import GRPOParams, resolve_model_len, resolve_reward
+from codethinker.training.grpo_data import load_grpo_rows, resolve_budget
+from codethinker.training.grpo_rows import with_reward_prompts
 from codethinker.training.reward_func import RewardFunc
 from codethinker.training.rollout import Rollout, prompt_key
 

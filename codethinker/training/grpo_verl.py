@@ -52,7 +52,8 @@ from numbers import Integral
 from pathlib import Path
 from typing import Any
 
-from codethinker.training.grpo import GRPOParams, VerlParams, load_grpo_rows, resolve_budget, resolve_reward
+from codethinker.training.grpo import GRPOParams, VerlParams, resolve_reward
+from codethinker.training.grpo_data import load_grpo_rows, resolve_budget
 
 __all__ = [
     "AGENT_LOOP_NAME",
@@ -195,11 +196,11 @@ def write_reward_data(data: str | Path, out_dir: Path, p: GRPOParams) -> Path:
 
     from codethinker.contra.tracer import Flow
     from codethinker.data.io import atomic_write
-    from codethinker.training.grpo import _plain
+    from codethinker.training.grpo_rows import plain
 
     records = []
     for rec in pd.read_parquet(data).to_dict("records"):
-        rec = _plain(rec)
+        rec = plain(rec)
         rec["prompt"] = spec.prompt(Flow.from_json(rec["reward_model"]["ground_truth"]))
         rec["extra_info"] = {**(rec.get("extra_info") or {}), "reward": spec.kind, "prompt_format": spec.format}
         records.append(rec)

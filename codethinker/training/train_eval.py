@@ -358,7 +358,7 @@ def run_train_eval(
     """
     from transformers import AutoTokenizer
 
-    from codethinker.training.grpo import with_reward_prompts
+    from codethinker.training.grpo_rows import with_reward_prompts
 
     spec = p.reward_spec()
     rows = with_reward_prompts(select_rows(rows, p.max_prompts), spec)

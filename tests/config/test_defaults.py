@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from codethinker.config.check import section_classes
-from codethinker.config.loader import ParamsFile, Section, _fields, _hints, _keys
+from codethinker.config.loader import ParamsFile, Section
+from codethinker.config.typed import _fields, _hints, _keys
 from codethinker.params import PROFILES, load_params
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"

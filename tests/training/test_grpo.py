@@ -12,7 +12,8 @@ import pytest
 from codethinker.contra.render import render_prompt, render_trace, vanilla_prompt
 from codethinker.contra.tracer import Flow
 from codethinker.rewards.whitebox import whitebox_prompt
-from codethinker.training.grpo import grpo_params, load_grpo_rows, resolve_reward
+from codethinker.training.grpo import grpo_params, resolve_reward
+from codethinker.training.grpo_data import load_grpo_rows
 from codethinker.training.grpo_local import group_rewards, make_grpo_trainer, run_grpo_local
 from codethinker.training.reward_func import CRMRewardFunc, RewardFunc
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key

@@ -15,8 +15,9 @@ from codethinker.engines.base import Completion
 from codethinker.rewards import codegen_switch
 from codethinker.training import codegen_eval
 from codethinker.training.codegen_eval import CodegenEvalParams, run_codegen_eval
-from codethinker.training.grpo import grpo_params, load_grpo_rows, resolve_reward
+from codethinker.training.grpo import grpo_params, resolve_reward
 from codethinker.training.grpo_codegen import CodegenRewardFunc
+from codethinker.training.grpo_data import load_grpo_rows
 from codethinker.training.grpo_verl import agent_loop_yaml, run_grpo_verl
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
 

@@ -12,7 +12,7 @@ from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import Flow
 from codethinker.data.sft import template_trace
 from codethinker.engines.base import Completion
-from codethinker.training.grpo import load_grpo_rows
+from codethinker.training.grpo_data import load_grpo_rows
 from codethinker.training.train_eval import (
     EvalParams,
     compare,
