@@ -3,10 +3,10 @@
 Run: ``python -m stages.codegen_eval --data data/codegen/problems.jsonl --metrics metrics/codegen_eval.json``
 (its cmd in dvc.yaml: ``dvc repro codegen_eval``)::
 
-    dvc exp run codegen_eval -n cg-reflexicoder-s0 -S grpo.task=codegen -S grpo.reward=reflexicoder -S grpo.seed=0
+    dvc exp run codegen_eval -n cg-reflexicoder-s0 -S grpo_codegen.reward=reflexicoder -S grpo_codegen.seed=0
 
-Reads ``params.yaml`` ``codegen_eval``, the reward GRPO trained with (``grpo.task``, ``grpo.reward``,
-``grpo.reflexicoder``: the prompt format of the answers) and the judge's limits (``codegen``). Input:
+Reads ``params.yaml`` ``codegen_eval``, the reward the grpo_codegen stage trained with (``grpo_codegen.reward``,
+``reflexicoder``: the prompt format of the answers) and the judge's limits (``codegen``). Input:
 codegen_data's problems (split heldout) and the models of ``codegen_eval.models``. Writes the DVC metrics (per
 phase: pass@1, format-valid rate, reward, tests' pass rate, tokens
 per answer, truncated share, ReflexiCoder's cycles; each with its 95% bootstrap interval), which
@@ -36,7 +36,7 @@ ARGS = stage_args(
 @stage_main
 def main(argv: list[str] | None = None) -> None:
     paths = ARGS.parse(argv)
-    cfg = load_config(CodegenEvalConfig)  # reward: grpo's when grpo.task is codegen
+    cfg = load_config(CodegenEvalConfig)  # reward: grpo_codegen's
     problems = read_problems(paths.data, split="heldout")
     with stage_run("codegen_eval", cfg.as_dict()):
         try:

@@ -30,7 +30,7 @@ from codethinker.config.data import (
 )
 from codethinker.config.evaluate import EvaluateConfig
 from codethinker.config.generalize import GeneralizeConfig
-from codethinker.config.grpo import GRPOConfig, TrainEvalConfig
+from codethinker.config.grpo import GRPOCodegenConfig, GRPOConfig, TrainEvalConfig
 from codethinker.config.recode import RecodeConfig
 from codethinker.config.sft import SFTConfig
 from codethinker.data.llm import ChatConfig
@@ -62,6 +62,7 @@ STAGES = {
     "bootstrap": BootstrapConfig,
     "sft": SFTConfig,
     "grpo": GRPOConfig,
+    "grpo_codegen": GRPOCodegenConfig,
     "train_eval": TrainEvalConfig,
     "codegen_eval": CodegenEvalConfig,
     "evaluate": EvaluateConfig,
@@ -104,6 +105,7 @@ def test_every_section_field_has_help() -> None:
 DERIVED = {
     "sft": {"model", "seed"},
     "grpo": {"init", "seed"},
+    "grpo_codegen": {"seed", "max_steps", "prompts_per_step", "rollout.filter_groups"},  # null: grpo's
     "train_eval": {"models.before_sft", "sampled_temperature"},
     "codegen": {"model", "threshold", "batch_size", "embed_cache"},
     "recode": {"model"},
@@ -238,7 +240,7 @@ def _write(tmp_path: Path, **sections: Any) -> Path:
         (SFTConfig, {"sft": {}, "base": {"profile": "huge"}}, r"params\.yaml: base\.profile: must be one of"),
         (SFTConfig, {"sft": {}, "base": {"sed": 1}}, r"params\.yaml: base\.sed: unknown key"),
         (SFTConfig, {"sft": {"max_steps": {"full": 1}}}, r"params\.yaml: sft\.max_steps: .*no value for profile"),
-        (TrainEvalConfig, {"train_eval": {}, "grpo": {"reward": "prm"}}, r"params\.yaml: grpo: reward must be"),
+        (TrainEvalConfig, {"train_eval": {}, "grpo": {"reward": "prm"}}, r"params\.yaml: grpo: grpo\.reward must be"),
     ],
 )
 def test_a_bad_params_file_names_the_file_and_the_key(tmp_path, cls, sections, message) -> None:

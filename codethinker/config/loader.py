@@ -69,7 +69,8 @@ POLICY = "models/base"  # the policy when model.base is not set: the bootstrap s
 # stage's library code
 SECTIONS = (
     *("base", "model", "fetch", "ast_filter", "gen_inputs", "synth", "exec_filter", "dedup", "contra_sft"),
-    *("codegen", "recode", "bootstrap", "sft", "grpo", "train_eval", "codegen_eval", "eval_truth", "evaluate"),
+    *("codegen", "recode", "bootstrap", "sft", "grpo", "grpo_codegen", "train_eval", "codegen_eval", "eval_truth"),
+    "evaluate",
     *("generalize", "flow"),
 )
 

@@ -1,15 +1,15 @@
 """The code-generation recipes side by side (docs/codegen.md "GRPO recipes"): outcome-only GRPO, ReCode's
-CG-GRPO (gated and ungated) and ReflexiCoder, each trained by ``grpo.task: codegen`` + ``grpo.reward`` and
-scored by ``codegen_eval`` on the same held-out problems.
+CG-GRPO (gated and ungated) and ReflexiCoder, each trained by the grpo_codegen stage with ``grpo_codegen.reward``
+and scored by ``codegen_eval`` on the same held-out problems.
 
 Each (recipe, seed) is one DVC experiment (:func:`commands`); ``codethinker report --exps auto`` reads
-``dvc exp show --json``, groups the experiments by recipe (their ``grpo.task`` and ``grpo.reward`` params,
-not their names) and seed (:func:`collect`), and prints one row per recipe with the mean ± sample standard
+``dvc exp show --json``, groups the experiments by recipe (their ``grpo_codegen.reward`` param, not their
+names) and seed (:func:`collect`), and prints one row per recipe with the mean ± sample standard
 deviation over seeds of the after-GRPO pass@1, tokens per answer, format-valid rate and, for ReflexiCoder,
 the reflection cycles (:func:`table`).
 
 >>> commands(seeds=(0,))[0]
-'dvc exp run codegen_eval -n cg-codegen_outcome-s0 -S grpo.task=codegen -S grpo.reward=codegen_outcome -S grpo.seed=0'
+'dvc exp run codegen_eval -n cg-codegen_outcome-s0 -S grpo_codegen.reward=codegen_outcome -S grpo_codegen.seed=0'
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from codethinker.evaluation.report_sources import dotted, exp_runs, grpo_seed
 __all__ = ["COLUMNS", "RECIPES", "collect", "commands", "table"]
 
 METRICS_FILE = "metrics/codegen_eval.json"
-RECIPES = {  # grpo.reward -> the row's label
+RECIPES = {  # grpo_codegen.reward -> the row's label
     "codegen_outcome": "outcome-only GRPO (R_fmt + R_out)",
     "cg_grpo": "CG-GRPO (ReCode, gated R_proc)",
     "cg_grpo_ungated": "CG-GRPO, ungated",
@@ -35,9 +35,10 @@ SEEDS = (0, 1, 2)
 
 
 def commands(seeds: Iterable[int] = SEEDS, recipes: Iterable[str] = tuple(RECIPES)) -> list[str]:
-    """One ``dvc exp run`` per (recipe, seed): grpo and codegen_eval rerun, the data and SFT come from the cache."""
+    """One ``dvc exp run`` per (recipe, seed): grpo_codegen and codegen_eval rerun, the data and SFT come from
+    the cache."""
     return [
-        f"dvc exp run codegen_eval -n cg-{r}-s{s} -S grpo.task=codegen -S grpo.reward={r} -S grpo.seed={s}"
+        f"dvc exp run codegen_eval -n cg-{r}-s{s} -S grpo_codegen.reward={r} -S grpo_codegen.seed={s}"
         for r in recipes
         for s in seeds
     ]
@@ -49,14 +50,15 @@ def collect(exp_show: list[dict[str, Any]] | str) -> dict[str, dict[int, dict[st
     (recipe, seed) seen twice keeps the first listed, DVC's newest)."""
     out: dict[str, dict[int, dict[str, Any]]] = {}
     for name, params, metrics in exp_runs(exp_show, METRICS_FILE):
-        recipe = dotted(params, "grpo.reward")
-        if dotted(params, "grpo.task") != "codegen" or recipe not in RECIPES:
+        recipe = dotted(params, "grpo_codegen.reward")
+        if recipe not in RECIPES:
             continue
         after = metrics.get("after_grpo")
         if not isinstance(after, Mapping) or "pass1" not in after or metrics.get("reward_kind") != recipe:
             continue
         entry = {"name": name, "after_grpo": dict(after), "after_sft": metrics.get("after_sft")}
-        out.setdefault(recipe, {}).setdefault(grpo_seed(params), entry)
+        seed = dotted(params, "grpo_codegen.seed")  # else grpo's (the section takes grpo's settings)
+        out.setdefault(recipe, {}).setdefault(grpo_seed(params) if seed is None else int(seed), entry)
     return out
 
 
@@ -70,7 +72,7 @@ def _cell(values: list[float], digits: int) -> str:
 def table(collected: Mapping[str, Mapping[int, Mapping[str, Any]]]) -> str:
     """Markdown: one row per recipe (mean ± sample std over its seeds of the after-GRPO metrics); a recipe
     not run says so. ``cycles`` only for ReflexiCoder."""
-    head = "| recipe (grpo.reward) | seeds | " + " | ".join(label for _, label in COLUMNS) + " |"
+    head = "| recipe (grpo_codegen.reward) | seeds | " + " | ".join(label for _, label in COLUMNS) + " |"
     lines = [head, "|---" * (len(COLUMNS) + 2) + "|"]
     for recipe, label in RECIPES.items():
         runs = collected.get(recipe, {})

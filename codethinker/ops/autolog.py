@@ -66,7 +66,12 @@ def _log_metrics(handle: StageRun, paths: list[str]) -> None:
 
 
 MODEL_DESCRIPTION = "models trained by codethinker (the folder, with its model card README.md)"
-TRAINED = ("sft", "grpo", "reward_model")  # the stages whose model folder is registered (bootstrap's is random)
+TRAINED = (
+    "sft",
+    "grpo",
+    "grpo_codegen",
+    "reward_model",
+)  # the stages whose model folder is registered (bootstrap's is random)
 
 
 def model_card(stage: str, folder: Path, params: dict[str, str], commit: str | None) -> str:

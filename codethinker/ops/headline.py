@@ -131,6 +131,7 @@ HEADLINE: dict[str, tuple[str, Callable[[Flat], Flat]]] = {
     ),
     "sft": ("train/sft", _keys(("loss_first", "first_loss"), ("loss_last", "last_loss"))),
     "grpo": ("reward/grpo", _keys(("reward_first", "reward_first"), ("reward_last", "reward_last"))),
+    "grpo_codegen": ("reward/grpo_codegen", _keys(("reward_first", "reward_first"), ("reward_last", "reward_last"))),
     "train_eval": ("eval", _train_eval),
     "codegen_eval": ("eval/codegen", _keys(("sft_pass1", "after_sft.pass1"), ("grpo_pass1", "after_grpo.pass1"))),
     "evaluate": ("eval/{key}", _evaluate),

@@ -21,7 +21,7 @@ from codethinker.config.loader import ModelConfig, ParamsFile
 from codethinker.ops.dvcfile import pipeline_outs
 from codethinker.preflight.probes import Probes
 
-__all__ = ["CheckResult", "PlannedCheck", "is_hub_id", "policy", "section", "trainer_section"]
+__all__ = ["GRPO_STAGES", "CheckResult", "PlannedCheck", "is_hub_id", "policy", "section", "trainer_section"]
 
 T = TypeVar("T")
 # the training sections' config classes (module, class), imported by trainer_section when needed
@@ -33,6 +33,7 @@ TRAINER_SECTIONS: dict[str, tuple[str, str]] = {
 }
 
 Status = Literal["pass", "fail", "warn", "skip"]
+GRPO_STAGES = frozenset({"grpo", "grpo_codegen"})  # the GRPO stages (grpo_codegen takes grpo's settings)
 
 
 @dataclass(frozen=True)

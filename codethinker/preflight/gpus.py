@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from codethinker.config.loader import ParamsFile
 from codethinker.preflight.checks import (
+    GRPO_STAGES,
     CheckResult,
     PlannedCheck,
     _local,
@@ -153,10 +154,10 @@ def _plan_gpus(params: ParamsFile, root: Path) -> list[PlannedCheck]:
     grpo_ft = grpo.params.finetune if grpo is not None else "full"
     if backend == "verl":
         gpus = verl.gpus_per_node if verl is not None else 1
-        stage_set = frozenset({"grpo"} | ({"sft"} if hub_policy else set()))
+        stage_set = GRPO_STAGES | ({"sft"} if hub_policy else set())
         why = f"grpo.backend is verl: grpo.verl.gpus_per_node = {gpus} on this node"
     else:
-        gpus, stage_set = 1, frozenset({"sft", "grpo"})
+        gpus, stage_set = 1, GRPO_STAGES | {"sft"}
         why = f"the policy {model} is a hub model (trained on one GPU)"
     sft_ft = sft.params.finetune if sft is not None else "lora"
 

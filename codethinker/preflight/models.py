@@ -30,7 +30,7 @@ def _model_refs(params: ParamsFile) -> list[tuple[str, str, frozenset[str]]]:
     refs: list[tuple[str, str, frozenset[str]]] = []
     model = section(params, ModelConfig)
     if model is not None and model.base:
-        users = frozenset({"sft", "grpo", "train_eval"} & set(params.data)) or frozenset({"sft"})
+        users = frozenset({"sft", "grpo", "grpo_codegen", "train_eval"} & set(params.data)) or frozenset({"sft"})
         refs.append((model.base, "model.base", users))
     named: list[tuple[str | None, str, str]] = []
     if (sft := trainer_section(params, "sft")) is not None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from codethinker.config.loader import ParamsFile
-from codethinker.preflight.checks import CheckResult, PlannedCheck, trainer_section
+from codethinker.preflight.checks import GRPO_STAGES, CheckResult, PlannedCheck, trainer_section
 from codethinker.preflight.probes import Probes, _last_line
 
 __all__ = ["verl_python"]
@@ -43,7 +43,7 @@ def _plan_verl(params: ParamsFile, root: Path) -> list[PlannedCheck]:
             return CheckResult("verl environment", "fail", f"`{py} -c 'import verl'` failed: {_last_line(out)}", fix)
         return CheckResult("verl environment", "pass", f"verl {_last_line(out)} imports in {py}")
 
-    checks = [PlannedCheck("verl environment", frozenset({"grpo"}), env_probe)]
+    checks = [PlannedCheck("verl environment", GRPO_STAGES, env_probe)]
     if nnodes <= 1:
         checks.append(
             PlannedCheck(
@@ -55,7 +55,7 @@ def _plan_verl(params: ParamsFile, root: Path) -> list[PlannedCheck]:
     def ray_probe(p: Probes) -> CheckResult:
         return _check_ray(p, verl_python(p.env, root), nnodes, per_node)
 
-    checks.append(PlannedCheck("Ray cluster", frozenset({"grpo"}), ray_probe))
+    checks.append(PlannedCheck("Ray cluster", GRPO_STAGES, ray_probe))
     return checks
 
 

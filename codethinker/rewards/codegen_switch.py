@@ -1,4 +1,4 @@
-"""The code-generation rewards as a switch (``grpo.task: codegen``, ``grpo.reward``; docs/codegen.md
+"""The code-generation rewards as a switch (the grpo_codegen stage, ``grpo_codegen.reward``; docs/codegen.md
 "GRPO recipes"): each kind with its prompt, its stops, its DBS blocks and its batched score.
 
 - ``codegen_outcome``: outcome-only GRPO, ``R = R_fmt + R_out`` (:func:`~codethinker.rewards.codegen.format_score`

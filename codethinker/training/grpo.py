@@ -16,10 +16,11 @@ prompt). The prompt of a baseline is rendered from the row's truth when the rows
 DBS branches on ConTra blocks, which the baselines' formats lack: for them :func:`resolve_reward` draws the ``n_dbs``
 samples as regular ones (the same group size; a logged notice) and ends responses at ``[/ANSWER]``.
 
-The task (``grpo.task``): ``reasoning`` (the above) or ``codegen``, whose rows are codegen_data's training
-problems (:mod:`codethinker.training.grpo_codegen`) and whose rewards are ``codegen_outcome``,
-``reflexicoder``, ``cg_grpo`` and ``cg_grpo_ungated`` (:mod:`codethinker.rewards.codegen_switch`), with DBS
-blocks of code; :func:`check_task_reward` refuses a reward of the other task.
+The task (:attr:`GRPOParams.task`, set by the stage): ``reasoning`` (the above; stage grpo) or ``codegen``
+(stage grpo_codegen), whose rows are codegen_data's training problems (:mod:`codethinker.training.grpo_codegen`)
+and whose rewards are ``codegen_outcome``, ``reflexicoder``, ``cg_grpo`` and ``cg_grpo_ungated``
+(:mod:`codethinker.rewards.codegen_switch`), with DBS blocks of code; :func:`check_task_reward` refuses a reward
+of the other task.
 """
 
 from __future__ import annotations
@@ -191,6 +192,8 @@ class GRPOParams:
         from codethinker.engines.kv_cache import parse_kv_setting
 
         parse_kv_setting(self.vllm_kv_cache_gib, "grpo.vllm_kv_cache_gib")
+        if self.backend not in ("local", "verl"):
+            raise ValueError(f"grpo.backend must be local or verl, got {self.backend!r}")
         if self.scale_rewards not in ("group", "none"):
             raise ValueError(f"grpo.scale_rewards must be group or none, got {self.scale_rewards!r}")
         if self.finetune not in FINETUNE:
@@ -229,28 +232,29 @@ class GRPOParams:
         )
 
 
-def check_task_reward(task: str, reward: str, where: str = "grpo") -> None:
-    """``grpo.task`` and ``grpo.reward`` must belong together (a ``ValueError`` naming both keys).
+def check_task_reward(task: str, reward: str) -> None:
+    """The reward must be one of the task's: output prediction's (``grpo.reward``) or code generation's
+    (``grpo_codegen.reward``); a ``ValueError`` names the key to use.
 
     >>> check_task_reward("codegen", "crm")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: grpo.reward=crm is a reasoning reward but grpo.task=codegen; with grpo.task=codegen choose ...
+    ValueError: grpo_codegen.reward=crm is a reasoning reward (grpo.reward's); choose one of codegen_outcome, ...
     """
     from codethinker.rewards.codegen_switch import CODEGEN_REWARDS, TASKS
     from codethinker.rewards.switch import REWARDS
 
     if task not in TASKS:
-        raise ValueError(f"{where}.task must be one of {', '.join(TASKS)}, got {task!r}")
+        raise ValueError(f"the GRPO task must be one of {', '.join(TASKS)}, got {task!r}")
+    key, other_key = (
+        ("grpo_codegen.reward", "grpo.reward") if task == "codegen" else ("grpo.reward", "grpo_codegen.reward")
+    )
     own, other = (CODEGEN_REWARDS, REWARDS) if task == "codegen" else (REWARDS, CODEGEN_REWARDS)
     if reward in other:
         kind = "a reasoning" if task == "codegen" else "a code-generation"
-        raise ValueError(
-            f"{where}.reward={reward} is {kind} reward but {where}.task={task}; with {where}.task={task} choose "
-            f"{where}.reward from {', '.join(own)}"
-        )
+        raise ValueError(f"{key}={reward} is {kind} reward ({other_key}'s); choose one of {', '.join(own)}")
     if reward not in own:
-        raise ValueError(f"reward must be one of {', '.join(own)} ({where}.task={task}), got {reward!r}")
+        raise ValueError(f"{key} must be one of {', '.join(own)}, got {reward!r}")
 
 
 def grpo_params(section: dict[str, Any]) -> GRPOParams:

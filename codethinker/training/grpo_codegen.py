@@ -1,4 +1,4 @@
-"""GRPO on the code-generation task (``grpo.task: codegen``; docs/codegen.md "GRPO recipes"): the rows, the
+"""GRPO on the code-generation task (the grpo_codegen stage; docs/codegen.md "GRPO recipes"): the rows, the
 response budget, the batched reward of the local backend and verl's data.
 
 - :func:`load_codegen_rows`: codegen_data's training problems (``split`` train, ``data/codegen/problems.jsonl``)
@@ -101,7 +101,7 @@ class CodegenRewardFunc(RewardFunc):
 
 
 def reward_func(p: GRPOParams) -> RewardFunc:
-    """The run's TRL reward function: :class:`CodegenRewardFunc` for ``grpo.task: codegen`` (the batched
+    """The run's TRL reward function: :class:`CodegenRewardFunc` for the codegen task (the batched
     judge), else :class:`~codethinker.training.reward_func.RewardFunc`."""
     return CodegenRewardFunc(p) if p.task == "codegen" else RewardFunc.from_params(p)
 

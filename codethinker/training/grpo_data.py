@@ -1,4 +1,4 @@
-"""The GRPO data of a run, as both backends and ``train_eval`` read it: the rows of ``grpo.task`` (ConTra
+"""The GRPO data of a run, as both backends and ``train_eval`` read it: the rows of the task (ConTra
 output prediction from the GRPO parquet, or codegen_data's problems) and the completion budget they imply.
 
 This module sits above the task modules it reads (:mod:`codethinker.training.grpo_codegen`,

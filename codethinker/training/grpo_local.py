@@ -12,8 +12,8 @@ rollout hands the update groups whose rewards differ, drawn from further prompts
 none (:meth:`~codethinker.training.rollout.Rollout.sample_informative`).
 
 Per step it logs reward mean/std/max for the regular and the DBS subgroup, r_proc, r_res, the
-format-valid rate, RCS, response length, and the tokens DBS generated and dropped; for ``grpo.task:
-codegen`` (:mod:`codethinker.training.grpo_codegen`) also the pass rate and ReflexiCoder's cycles.
+format-valid rate, RCS, response length, and the tokens DBS generated and dropped; for the codegen
+task (:mod:`codethinker.training.grpo_codegen`) also the pass rate and ReflexiCoder's cycles.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ agent-loop file), runs ``python -m verl.trainer.main_ppo`` with them (``$VERL_PY
   ``reward.custom_reward_function.reward_kwargs`` (``{reward: crm, crm: {...}}``, :func:`reward_kwargs`):
   verl's loader (``get_custom_reward_fn``) binds them to every call of ``compute_score`` on whichever
   node the reward runs (an environment variable would not reach Ray workers started with ``ray start``).
-- Task ``codegen`` (``grpo.task``): the training problems of codegen_data as a parquet
+- Task ``codegen`` (the grpo_codegen stage): the training problems of codegen_data as a parquet
   (:func:`codethinker.training.grpo_codegen.write_codegen_data`), the code-generation kind and its settings in
   ``reward_kwargs`` (ReCode's kinds: ``reward_model``, the CRPL model's absolute path), and the DBS prefix score.
 - Data: for ``crm`` the GRPO parquet as it is (its ``prompt`` is the ConTra prompt); for a baseline
@@ -183,7 +183,7 @@ def reward_kwargs(p: GRPOParams) -> str:
 def write_reward_data(data: str | Path, out_dir: Path, p: GRPOParams) -> Path:
     """The parquet verl trains on for ``p.reward``: ``data`` itself for ``crm``; for a baseline a copy in
     ``out_dir`` whose ``prompt`` is the reward's prompt rendered from each row's truth and whose
-    ``extra_info`` carries ``reward`` and ``prompt_format``; for ``grpo.task: codegen`` the training
+    ``extra_info`` carries ``reward`` and ``prompt_format``; for the codegen task the training
     problems of ``data`` (codegen_data's JSONL) in verl's schema."""
     spec = p.reward_spec()
     if p.task == "codegen":  # codegen_data's problems (JSONL) as verl's parquet

@@ -1,6 +1,6 @@
 """The reasoning task's TRL reward function: each completion scored against its row's truth with the run's
 reward (``grpo.reward``: crm | orm | whitebox), batched per optimizer step, with the step's statistics
-(:meth:`RewardFunc.take`). ``grpo.task: codegen`` subclasses it (:mod:`codethinker.training.grpo_codegen`).
+(:meth:`RewardFunc.take`). The codegen task subclasses it (:mod:`codethinker.training.grpo_codegen`).
 
 >>> f = RewardFunc()  # the full CRM  # doctest: +SKIP
 >>> f(prompts, completions, truth=[row["truth"] for row in rows])  # doctest: +SKIP

@@ -5,7 +5,7 @@ one agent loop per copy, all copies of a worker's batch concurrently in one even
 numbers the copies of a prompt as they arrive: the first ``n_regular`` sample one whole response
 each (stopped at ``[/TRACE]``); the first DBS copy starts one DBS tree for the prompt
 (:func:`codethinker.sampling.dbs.dbs_sample_async` over verl's vLLM servers, scored with the
-prefix PRM against the row's ground truth, or for ``grpo.task: codegen`` with the reward kind's prefix
+prefix PRM against the row's ground truth, or for the codegen task with the reward kind's prefix
 score, ``prefix_scorer``), and every DBS copy takes one of its final
 trajectories. DBS counts go to ``extra_fields`` (``dbs``, ``dbs_tokens_generated``,
 ``dbs_tokens_dropped``; 0 on regular samples). Requires a prompt's copies to land on one agent-loop

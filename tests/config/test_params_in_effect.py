@@ -32,3 +32,52 @@ def test_the_full_profile_lora_and_a_whitebox_reward_log_theirs(tmp_path):
     params = _with(tmp_path, "  reward: crm ", "  reward: whitebox ")
     assert "whitebox" in load_config(GRPOConfig, params).as_dict()
     assert "lora" in load_config(SFTConfig, PARAMS, profile="full").as_dict()
+
+
+def _set(tmp_path: Path, section: str, **keys: object) -> Path:
+    import yaml
+
+    data = yaml.safe_load(PARAMS.read_text())
+    data[section] = {**(data.get(section) or {}), **keys}
+    out = tmp_path / "params.yaml"
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    return out
+
+
+class TestGRPOCodegenSection:
+    """``grpo_codegen`` is grpo's settings under its own: the codegen task, its own reward, nested keys merged."""
+
+    def test_leaves_grpo_s_settings_and_takes_its_own(self):
+        from codethinker.config.grpo import GRPOCodegenConfig
+
+        cg, grpo = load_config(GRPOCodegenConfig, PARAMS), load_config(GRPOConfig, PARAMS)
+        assert (cg.params.task, cg.params.reward, grpo.params.task, grpo.params.reward) == (
+            "codegen", "codegen_outcome", "reasoning", "crm")  # fmt: skip
+        assert cg.params.learning_rate == grpo.params.learning_rate and cg.init == grpo.init
+        assert cg.params.rollout.group == grpo.params.rollout.group and cg.params.sources is None  # reasoning data's
+        assert (cg.params.prompts_per_step, cg.params.rollout.filter_groups) == (2, False)  # its own default values
+        full = load_config(GRPOCodegenConfig, PARAMS, profile="full").params  # null there: grpo's
+        assert full.prompts_per_step == load_config(GRPOConfig, PARAMS, profile="full").params.prompts_per_step
+        assert "crm" not in cg.as_dict() and "judge" in cg.as_dict() and "judge" not in grpo.as_dict()
+
+    def test_a_nested_key_keeps_grpo_s_other_keys(self, tmp_path):
+        from codethinker.config.grpo import GRPOCodegenConfig
+
+        params = _set(tmp_path, "grpo_codegen", rollout={"n_dbs": 0, "temperature": None}, reward="reflexicoder")
+        cg = load_config(GRPOCodegenConfig, params)
+        grpo = load_config(GRPOConfig, params).params.rollout
+        assert cg.params.rollout.n_dbs == 0 and cg.params.rollout.n_regular == grpo.n_regular
+        assert cg.params.rollout.temperature == grpo.temperature and cg.params.reward == "reflexicoder"  # null: grpo's
+
+    def test_the_sections_refuse_the_other_task(self, tmp_path):
+        import pytest
+
+        from codethinker.config.grpo import GRPOCodegenConfig
+        from codethinker.config.loader import ConfigError
+
+        with pytest.raises(ConfigError, match=r"grpo\.task: the grpo stage trains output prediction.*grpo_codegen"):
+            load_config(GRPOConfig, _set(tmp_path, "grpo", task="codegen"))
+        with pytest.raises(ValueError, match="reward=crm is a reasoning reward"):
+            load_config(GRPOCodegenConfig, _set(tmp_path, "grpo_codegen", reward="crm"))
+        with pytest.raises(ConfigError, match=r"grpo_codegen\.task: this section's task is codegen"):
+            load_config(GRPOCodegenConfig, _set(tmp_path, "grpo_codegen", task="codegen"))

@@ -1,5 +1,5 @@
-"""The code-generation recipes in ``codethinker report``: experiments grouped by their params (grpo.task,
-grpo.reward, seed), one row per recipe with mean ± std over seeds, from fake ``dvc exp show --json``."""
+"""The code-generation recipes in ``codethinker report``: experiments grouped by their params
+(grpo_codegen.reward, seed), one row per recipe with mean ± std over seeds, from fake ``dvc exp show --json``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ def _rev(name: str, cmd: str, pass1: float, tokens: float, cycles: float | None 
     after = {"pass1": pass1, "tokens": tokens, "fmt_rate": 0.5, "n": 29}
     if cycles is not None:
         after["cycles"] = cycles
-    metrics = {"reward_kind": kind or params["grpo"]["reward"], "after_grpo": after, "after_sft": {"pass1": 0.0}}
+    metrics = {
+        "reward_kind": kind or params["grpo_codegen"]["reward"],
+        "after_grpo": after,
+        "after_sft": {"pass1": 0.0},
+    }
     return {
         "rev": "1" * 40,
         "name": name,
@@ -40,7 +44,7 @@ def test_commands_set_existing_params_and_name_each_recipe_and_seed():
     assert len(cmds) == 2 * len(RECIPES)
     for cmd in cmds:
         params = _params_for(cmd)  # fails on a key params.yaml lacks
-        assert params["grpo"]["task"] == "codegen" and params["grpo"]["reward"] in RECIPES
+        assert params["grpo_codegen"]["reward"] in RECIPES and params["grpo_codegen"]["seed"] in (0, 1)
         assert shlex.split(cmd)[:4] == ["dvc", "exp", "run", "codegen_eval"]
 
 
@@ -55,7 +59,8 @@ def test_collect_groups_by_params_and_the_table_has_one_row_per_recipe():
         _rev("e", by["cg-reflexicoder-s1"], 0.50, 340.0, cycles=2.0),
         _rev("old", by["cg-reflexicoder-s2"], 0.90, 10.0, cycles=9.0, kind="codegen_outcome"),  # stale metrics
         _rev("dup", by["cg-codegen_outcome-s0"], 0.99, 1.0),  # the same (recipe, seed) listed later: ignored
-        _rev("reasoning", "dvc exp run -S grpo.seed=0", 0.70, 5.0),  # not a codegen run
+        _rev("reasoning", "dvc exp run -S grpo.seed=0", 0.70, 5.0),  # the default recipe, seed 0 again: listed later
+        _rev("r1", "dvc exp run -S grpo.seed=7 -S grpo_codegen.reward=recode_outcome", 0.5, 5.0, kind="crm"),  # stale
     ]
     got = collect(_exp_show(revs))
     assert sorted(got) == ["codegen_outcome", "reflexicoder"]
@@ -76,4 +81,4 @@ def test_the_report_shows_the_section_with_its_commands():
     text = render_report({}, {}, codegen={})
     assert "## Code generation: GRPO recipes" in text and commands()[0] in text
     assert "## Code generation" not in render_report({}, {})
-    assert codegen_report.section({})[2].startswith("| recipe (grpo.reward) | seeds | pass@1 | tokens / answer")
+    assert codegen_report.section({})[2].startswith("| recipe (grpo_codegen.reward) | seeds | pass@1 | tokens / answer")

@@ -163,10 +163,39 @@ def test_project_marks_gpu_and_llm_stages() -> None:
     """The real dvc.yaml declares the stages that need a GPU or may call an LLM."""
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     meta = {name: (entry.get("do") or entry).get("meta") or {} for name, entry in stages.items()}
-    gpu = {"sft", "grpo", "train_eval", "evaluate", "generalize", "reward_model", "codegen_eval"}
+    gpu = {"sft", "grpo", "grpo_codegen", "train_eval", "evaluate", "generalize", "reward_model", "codegen_eval"}
     assert {n for n, m in meta.items() if m.get("gpu")} == gpu
     assert {n: m["llm"] for n, m in meta.items() if m.get("llm")} == {
         "gen_inputs": "gen_inputs.backend",
         "contra_sft": "contra_sft.teacher",
         "crpl_data": "recode.backend",
     }
+
+
+def test_reasoning_grpo_neither_waits_for_nor_reruns_on_the_reward_model() -> None:
+    """In the real dvc.yaml the grpo stage's upstream (every stage whose outs it reads, transitively) holds no
+    reward model or CRPL data and no stage that reads ``recode``: a change of ``recode.*`` leaves GRPO up to
+    date. Code-generation GRPO (grpo_codegen) is the one that depends on the reward model."""
+    from codethinker.ops.dvcfile import read
+
+    stages = read(ROOT)["stages"]
+    body = {name: (entry.get("do") or entry) for name, entry in stages.items()}
+    producer = {
+        (next(iter(o)) if isinstance(o, dict) else o): name for name, b in body.items() for o in b.get("outs") or []
+    }
+
+    def upstream(name: str) -> set[str]:
+        found: set[str] = set()
+        for dep in body[name].get("deps") or []:
+            owner = next((p for out, p in producer.items() if dep == out or dep.startswith(out + "/")), None)
+            if owner is not None and owner not in found:
+                found |= {owner} | upstream(owner)
+        return found
+
+    def reads_recode(name: str) -> bool:
+        return any(str(p).split(".")[0] == "recode" for p in body[name].get("params") or [] if isinstance(p, str))
+
+    grpo = upstream("grpo")
+    assert {"sft", "contra_sft"} <= grpo and not {"reward_model", "crpl_data"} & grpo
+    assert not any(reads_recode(s) for s in grpo | {"grpo"})
+    assert "reward_model" in upstream("grpo_codegen") and "grpo_codegen" in upstream("codegen_eval")
