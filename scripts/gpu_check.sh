@@ -2,6 +2,7 @@
 # GPU check: the GPU path of the pipeline, on one GPU, in under 10 minutes, without network.
 #
 #   bash scripts/gpu_check.sh            # from the repository root; log: gpu_check/log.txt
+#   bash scripts/gpu_check.sh --no-vllm  # a machine with torch, transformers, peft, TRL, datasets only
 #
 # Needs what `make run` (or `dvc pull`) leaves: data/contra_sft/{grpo_train,grpo_eval}.parquet and the
 # embedded default's SFT model models/sft/merged; the project's environment ($PY, default .venv/bin/python,
@@ -12,6 +13,14 @@
 #   3 export    verl's last checkpoint exported to models/grpo/{adapter,merged} (transformers loads it)
 #   4 eval      train_eval on the merged model: a slice of held-out prompts, vLLM CUDA
 #   5 local     the local backend (TRL + vLLM with sleep mode): 2 steps; its GPU memory plan is logged
+# --no-vllm (under 8 minutes on one H200; needs data/contra_sft/{sft.jsonl,grpo_train,grpo_eval.parquet} and
+# models/sft/merged, no verl):
+#   1 gpu       a CUDA device is visible to torch
+#   2 bench     benchmarks/bench_gpu.py on the 0.5B shape: project SFT vs the bare loop (eager, compiled), the HF
+#               engine vs plain generate, peak memory (gpu_check/bench.json)
+#   3 sft       the sft stage, 40 steps on from the SFT policy (precision auto: bf16-mixed)
+#   4 local     the local backend with transformers' generate (rollout_engine hf): 2 steps
+#   5 eval      train_eval with transformers' generate on a slice of held-out prompts
 # It works in a scratch folder (gpu_check/) with its own params.yaml; nothing in the project is changed. Each stage
 # gets the paths of its cmd in dvc.yaml (`args STAGE`).
 set -uo pipefail
@@ -30,7 +39,10 @@ step() {  # step NAME TIMEOUT_S COMMAND...
   if (cd "$WORK" && timeout "$limit" "$@"); then echo "PASS $name ($((SECONDS - t0)) s)"
   else echo "FAIL $name ($((SECONDS - t0)) s)"; FAILED=1; fi
 }
-for f in grpo_train.parquet grpo_eval.parquet; do cp "$ROOT/data/contra_sft/$f" "$WORK/data/contra_sft/" || exit 2; done
+NO_VLLM=$([ "${1:-}" = --no-vllm ] && echo 1 || echo 0)
+for f in grpo_train.parquet grpo_eval.parquet $([ $NO_VLLM = 1 ] && echo sft.jsonl); do
+  cp "$ROOT/data/contra_sft/$f" "$WORK/data/contra_sft/" || exit 2
+done
 cp -r "$ROOT/models/sft/merged" "$WORK/models/sft/merged" || exit 2
 params() {  # params KEY=VALUE...: the project's params.yaml with these keys set (dotted paths)
   "$PY" - "$WORK/params.yaml" "$@" <<'EOF'
@@ -53,6 +65,17 @@ args() {  # args STAGE: the arguments of STAGE's cmd in dvc.yaml (the files it r
 cd "$ROOT"
 COMMON=(grpo.max_steps=3 grpo.prompts_per_step=4 grpo.save_steps=1 train_eval.max_prompts='{synth: 16, leetcode: 4}'
         "train_eval.models={before_sft: models/sft/merged, after_sft: models/sft/merged, after_grpo: models/grpo/merged}")
+if [ $NO_VLLM = 1 ]; then
+  params "${COMMON[@]}" grpo.backend=local grpo.max_steps=2 grpo.rollout_engine=hf train_eval.engine=hf \
+    sft.max_steps=40 sft.save_steps=1000 sft.model=models/sft/merged
+  step gpu 60 "$PY" -c 'import torch; assert torch.cuda.is_available(); print(torch.cuda.get_device_name(0))'
+  step bench 240 "$PY" "$ROOT/benchmarks/bench_gpu.py" --shape 0.5b --skip vllm --json "$WORK/bench.json"
+  step sft 120 "$PY" -m stages.sft $(args sft) --out models/sft_check
+  step local 200 "$PY" -m stages.grpo $(args grpo)
+  step eval 120 "$PY" -m stages.train_eval $(args train_eval)
+  echo "gpu_check --no-vllm: $([ $FAILED = 0 ] && echo PASS || echo FAIL) (log: $WORK/log.txt)"
+  exit $FAILED
+fi
 params "${COMMON[@]}" grpo.backend=verl grpo.verl.gpus_per_node=1 grpo.verl.ppo_mini_batch_size=4 \
   grpo.verl.micro_batch_size_per_gpu=4 grpo.verl.gpu_memory_utilization=0.4 'grpo.verl.loggers=[console]'
 step gpu 120 bash -c "'$PY' -c 'import torch; assert torch.cuda.is_available(); print(torch.cuda.get_device_name(0))' \

@@ -139,24 +139,33 @@ def cg_rewards(
 
 def load_classifier(path: str | Path, **kwargs: Any) -> Any:
     """A one-logit sequence classifier from ``path``. From a causal LM (the reward model's start) the
-    ``score`` head is new: transformers prints that as a 12-line MISSING table on every load, so the table
-    is kept quiet and the expected case checked here instead; a missing weight of the body is an error."""
+    ``score`` head is new: transformers logs that as a 12-line MISSING table on every load, so that one record
+    is dropped and the expected case checked here instead; a missing weight of the body is an error. (A filter,
+    not a level: transformers checks its tensor-parallel plan, and warns about it, when that logger's level is
+    WARNING or above.)"""
     import logging
 
     from transformers import AutoModelForSequenceClassification
 
     report = logging.getLogger("transformers.modeling_utils")  # where transformers logs the load report
-    level = report.level
-    report.setLevel(logging.ERROR)
+    drop = _DropLoadReport()
+    report.addFilter(drop)
     try:
         net, info = AutoModelForSequenceClassification.from_pretrained(
             str(path), num_labels=1, output_loading_info=True, **kwargs
         )
     finally:
-        report.setLevel(level)
+        report.removeFilter(drop)
     if body := sorted(k for k in info.get("missing_keys", ()) if not k.startswith("score.")):
         raise ValueError(f"{path}: not a checkpoint of this model, {len(body)} weights missing ({body[0]}, ...)")
     return net
+
+
+class _DropLoadReport:
+    """A logging filter: every record but transformers' load report."""
+
+    def filter(self, record: Any) -> bool:
+        return "LOAD REPORT" not in record.getMessage()
 
 
 class ProcessRewardModel:

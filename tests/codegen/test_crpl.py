@@ -208,9 +208,11 @@ def test_load_classifier_checks_the_new_head_quietly_and_refuses_a_foreign_check
                             num_key_value_heads=1, num_hidden_layers=1, intermediate_size=128)  # fmt: skip
     with caplog.at_level(logging.WARNING):
         net = load_classifier(base)
-    assert "LOAD REPORT" not in caplog.text and "MISSING" not in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "LOAD REPORT" not in caplog.text and "MISSING" not in err
+    assert "not sharded" not in err  # transformers checks its tensor-parallel plan when that logger is >= WARNING
     assert net.score.out_features == 1 and net(torch.tensor([[1, 2, 3]])).logits.shape == (1, 1)
-    assert logging.getLogger("transformers.modeling_utils").level != logging.ERROR  # the level is restored
+    assert not logging.getLogger("transformers.modeling_utils").filters  # the filter is removed
     weights = load_file(base / "model.safetensors")
     save_file({k: v for k, v in weights.items() if "layers.0.mlp" not in k}, base / "model.safetensors")
     with pytest.raises(ValueError, match=r"weights missing \(model\.layers\.0\.mlp"):
