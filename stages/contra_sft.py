@@ -91,7 +91,7 @@ def run(cfg: ContraSFTConfig, paths: argparse.Namespace) -> dict:
         "grpo_train_by_source": by_source(train),
         "grpo_eval_by_source": by_source([s for _, s in evals]),
         "heldout": {k: {"n": len(rows), "functions": len({s["task_id"] for s in rows})} for k, rows in heldout.items()},
-        "overlap": overlap_audit(heldout, trained),
+        "overlap": overlap_audit(heldout, trained, progress="contra_sft: held-out overlap audit"),
         "sft_candidates": len(sft_half),
         "traces": len(sft_rows),
         "rejected": dict(rejected.most_common()),

@@ -49,6 +49,7 @@ def run(cfg: RecodeConfig, codegen: CodegenConfig, paths: argparse.Namespace) ->
             bug_tries=cfg.bug_tries,
             limits=codegen.judge,
             teacher=llm_teacher(client) if client is not None else None,
+            progress="crpl_data: judge",
         )
         if client is not None:
             metrics["llm"] = {**client.describe(), "stats": dict(client.stats)}

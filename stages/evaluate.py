@@ -86,6 +86,7 @@ def main(argv: list[str] | None = None) -> None:
                 engine_params_at="evaluate.engine",
                 pred_dir=pred_dir,
                 metrics_dir=metrics_dir,
+                progress=f"evaluate@{spec.name}",
             )
         except KVCacheError as exc:  # the machine cannot give the KV cache the params ask for
             raise SystemExit(f"evaluate@{spec.name}: {exc}") from None

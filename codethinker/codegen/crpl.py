@@ -160,15 +160,17 @@ def build_pairs(
     teacher: Callable[[Sequence[tuple[CodegenProblem, Reasoning]]], list[tuple[Reasoning | None, Reasoning | None]]]
     | None = None,
     judge: Judge | None = None,
+    progress: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The CRPL pairs of ``problems`` (each pair with its problem's ``split``) and the counts.
 
     ``responses``: task_id -> the teacher's response (LeetCodeDataset's ``response``); ``teacher``: the
     ``llm`` backend (:func:`codethinker.codegen.crpl_llm.llm_teacher`); ``judge``: defaults to the sandbox
-    judge (:func:`~codethinker.codegen.judge.judge_programs` under ``limits``)."""
+    judge (:func:`~codethinker.codegen.judge.judge_programs` under ``limits``, with a bar labelled ``progress``
+    for each batch it judges)."""
     if backend not in ("offline", "llm"):
         raise ValueError(f"crpl backend must be offline or llm, got {backend!r}")
-    run: Judge = judge or (lambda ps, cs: judge_programs(ps, cs, limits))
+    run: Judge = judge or (lambda ps, cs: judge_programs(ps, cs, limits, progress))
     funnel, items = _Funnel(), []
     for p in problems:
         text = responses.get(p.id)

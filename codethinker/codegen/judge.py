@@ -150,11 +150,14 @@ def _job(problem: CodegenProblem, code: str, limits: JudgeLimits) -> Any:
 
 
 def iter_judgements(
-    problems: Sequence[CodegenProblem], codes: Sequence[str], limits: JudgeLimits | None = None
+    problems: Sequence[CodegenProblem],
+    codes: Sequence[str],
+    limits: JudgeLimits | None = None,
+    progress: str | None = None,
 ) -> Iterator[Judgement]:
     """One :class:`Judgement` per (problem, program), in order, each as soon as it is known (the jobs are
     made as workers become free, and a result is dropped once judged); one sandbox for the batch
-    (``limits``: None, the defaults of :class:`JudgeLimits`)."""
+    (``limits``: None, the defaults of :class:`JudgeLimits`; ``progress``: a bar with this label)."""
     limits = limits or JudgeLimits()
     from codethinker.sandbox import Sandbox, SandboxConfig
 
@@ -176,7 +179,8 @@ def iter_judgements(
         sb = Sandbox(cfg)
     try:
         jobs = (_job(p, code, limits) for (p, code), run in zip(pairs, runs, strict=True) if run)
-        results = sb.imap(jobs) if sb is not None else iter(())
+        bar: bool | str = progress or False
+        results = sb.imap(jobs, progress=bar, total=sum(runs)) if sb is not None else iter(())
         for (p, _code), run in zip(pairs, runs, strict=True):
             checks = problem_checks(p)
             if not run:
@@ -189,10 +193,13 @@ def iter_judgements(
 
 
 def judge_programs(
-    problems: Sequence[CodegenProblem], codes: Sequence[str], limits: JudgeLimits | None = None
+    problems: Sequence[CodegenProblem],
+    codes: Sequence[str],
+    limits: JudgeLimits | None = None,
+    progress: str | None = None,
 ) -> list[Judgement]:
     """One :class:`Judgement` per (problem, program) (:func:`iter_judgements` as a list)."""
-    return list(iter_judgements(problems, codes, limits))
+    return list(iter_judgements(problems, codes, limits, progress))
 
 
 def check_references(problems: list[CodegenProblem], limits: JudgeLimits, limit: int | None = None) -> dict[str, Any]:

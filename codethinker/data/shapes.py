@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -196,7 +197,17 @@ def split_generated(
     }
 
 
-def overlap_audit(held: dict[str, list[dict]], train: list[dict]) -> dict[str, dict]:
-    """Per held-out set: how many of its programs have their text, renamed text or shape in training."""
+def overlap_audit(held: dict[str, list[dict]], train: list[dict], progress: str | None = None) -> dict[str, dict]:
+    """Per held-out set: how many of its programs have their text, renamed text or shape in training (the
+    training programs' keys computed once for every set; ``progress``: a bar over them with this label)."""
+    from tqdm.auto import tqdm
+
     train_codes = list(dict.fromkeys(s["code"] for s in train))
-    return {kind: overlap([s["code"] for s in rows], train_codes) for kind, rows in held.items()}
+    seen: dict[str, set] = {name: set() for name in KEYS}
+    for code in tqdm(train_codes, desc=progress, unit="program", disable=progress is None, file=sys.stderr):
+        for name, key in KEYS.items():
+            seen[name].add(key(code))
+    return {
+        kind: {"n": len(rows), **{name: sum(key(s["code"]) in seen[name] for s in rows) for name, key in KEYS.items()}}
+        for kind, rows in held.items()
+    }

@@ -342,21 +342,30 @@ def evaluate_model(
     pred_dir: str | os.PathLike[str] | None = None,
     metrics_dir: str | os.PathLike[str] | None = None,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+    progress: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Evaluate one model on every benchmark (a ``str`` value: the benchmark is skipped, with that
     message); write ``<pred_dir>/<bench>.jsonl`` and ``<metrics_dir>/<bench>.json``. The engine is
     opened here (and closed) unless one is given; ``engine_params_at`` names the params section of
-    ``engine_options`` in its errors (e.g. ``evaluate.engine``)."""
+    ``engine_options`` in its errors (e.g. ``evaluate.engine``). ``progress``: a bar with this label over
+    the engine's start and the benchmarks (the log lines then go above it)."""
+    from tqdm.auto import tqdm
+
     results: dict[str, dict[str, Any]] = {}
     own = engine is None and any(not isinstance(b, str) for b in benches.values())
+    bar = tqdm(total=len(benches) + own, desc=progress, unit="step", file=sys.stderr, disable=progress is None)
+    say = (lambda s: bar.write(s, file=sys.stderr)) if progress is not None else log
     load_s = 0.0
     if own:
+        bar.set_postfix_str("engine")
         t0 = time.perf_counter()
         engine = open_engine(spec, backend, params_at=engine_params_at, **dict(engine_options or {}))
         load_s = time.perf_counter() - t0
-        log(f"{spec.name}: {backend} engine for {spec.model} ready in {load_s:.0f} s")
+        say(f"{spec.name}: {backend} engine for {spec.model} ready in {load_s:.0f} s")
+        bar.update()
     try:
         for name, bench in benches.items():
+            bar.set_postfix_str(name)
             if isinstance(bench, str):
                 m = skipped_metrics(name, spec, config, bench)
             else:
@@ -380,8 +389,10 @@ def evaluate_model(
             if metrics_dir is not None:
                 write_json(Path(metrics_dir) / f"{name}.json", m)
             results[name] = m
-            log(one_line(m))
+            say(one_line(m))
+            bar.update()
     finally:
+        bar.close()
         if own:
             close_engine(engine)
     return results

@@ -19,6 +19,7 @@ outcome reward (their reward model is a training signal, not a measure).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,7 +170,11 @@ def run_codegen_eval(models: dict[str, str | Path], problems: list[Any], p: Code
         "max_tokens": int(limit),
     }
     prompts = [spec.prompt(q) for q in problems]
-    for name, path in models.items():
+    from tqdm.auto import tqdm
+
+    bar = tqdm(models.items(), desc="codegen_eval", unit="model", file=sys.stderr)
+    for name, path in bar:
+        bar.set_postfix_str(name)
         if name not in present:
             out[name] = {"missing": 1.0}
             continue

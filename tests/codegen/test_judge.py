@@ -32,6 +32,15 @@ def test_reference_passes_and_a_fresh_instance_per_test(add_problem):
     assert [j.status for j in js] == ["pass", "pass"]
 
 
+def test_a_judged_batch_shows_a_bar_counting_its_programs(add_problem, capfd):
+    js = judge_programs([add_problem] * 3, [add_problem.reference, "", add_problem.reference], LIMITS, "judge x")
+    assert [j.status for j in js] == ["pass", "no_program", "pass"]
+    bar = capfd.readouterr().err
+    assert "judge x" in bar and "2/2" in bar  # the programs that run; the empty one is judged without a job
+    judge_programs([add_problem], [add_problem.reference], LIMITS)
+    assert "judge" not in capfd.readouterr().err  # no label: no bar
+
+
 def test_the_program_cannot_redefine_the_tests_helpers(add_problem):
     forge = "def plus(a, b):\n    return 100\n" + method("return 6 if x == 5 else 0")
     [j] = judge_programs([add_problem], [forge], LIMITS)

@@ -68,3 +68,14 @@ class TestSplit:
         train = ["def f(x):\n    return x + 1\n"]
         held = ["def f(x):\n    return x + 1\n", "def g(y):\n    return y + 1\n", "def g(y):\n    return y + 2\n"]
         assert overlap(held, train) == {"n": 3, "text": 1, "renamed": 2, "shape": 3}
+
+    def test_the_audit_is_overlap_per_held_out_set(self, capsys):
+        """The stage's audit computes the training keys once for every set: the same counts as ``overlap``."""
+        from codethinker.data.shapes import overlap_audit
+
+        programs = [p.source for p in generate(n=60, seed=3)]
+        train = [{"code": c} for c in programs[:40] + programs[:5]]  # a repeated program counts once
+        held = {"a": [{"code": c} for c in programs[35:50]], "b": [{"code": c} for c in programs[50:]], "c": []}
+        audit = overlap_audit(held, train, progress="audit")
+        assert audit == {k: overlap([r["code"] for r in rows], programs[:40]) for k, rows in held.items()}
+        assert audit["a"]["text"] == 5 and "audit" in capsys.readouterr().err  # the bar, on stderr

@@ -117,6 +117,16 @@ def test_evaluate_model_writes_files_and_skips(tmp_path, sample):
     assert "pass@1 100.00 ± 0.00 %" in one_line(out["cruxeval"])
 
 
+def test_evaluate_model_with_a_bar_writes_its_lines_above_it(tmp_path, sample, capfd):
+    bench = TracedBenchmark("cruxeval", [sample.problem], [sample], [], [])
+    engine = LookupEngine([sample], "contra", oracle_text)
+    benches = {"cruxeval": bench, "livecodebench": "offline"}
+    evaluate_model(ModelSpec("oracle", "x"), benches, EvalConfig(runs=2), engine=engine, progress="evaluate@oracle")
+    err = capfd.readouterr().err
+    assert "evaluate@oracle" in err and "2/2" in err  # one step a benchmark (the engine was given: no start step)
+    assert "oracle CRUXEval-O: pass@1 100.00" in err and "livecodebench" in err.lower()
+
+
 def test_eval_config_and_model_spec_check_themselves():
     # built from params.yaml by codethinker.config (tests/test_config.py::test_evaluate_config_by_profile)
     with pytest.raises(ValueError, match="runs"):
