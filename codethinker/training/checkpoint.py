@@ -5,8 +5,10 @@ with :func:`save_merged`).
 Checkpoints live in ``<out>/checkpoints`` next to a ``fingerprint.json`` of what the run trains
 (:func:`fingerprint`: its parameters, input files, the rows it trains on and the model). A run
 started again with the same fingerprint resumes from its last ``checkpoint-N``
-(:func:`prepare_checkpoints`, :func:`last_checkpoint`), so a killed run loses only its unfinished
-step; a different fingerprint clears the stale checkpoints first.
+(:func:`prepare_checkpoints`, :func:`resume_point`), so a killed run loses only its unfinished
+step; a different fingerprint clears the stale checkpoints first. A run whose last checkpoint is its
+final step (DVC reruns a finished stage when its code changed) starts over as a fresh run would:
+transformers' trainer, resumed at its last step, trains one step more.
 
 The trained policy is written as ``<out>/adapter`` (PEFT, the LoRA runs) and ``<out>/merged`` (the
 adapter merged into the base, or the fully fine-tuned model, safetensors), each with the tokenizer
@@ -32,6 +34,7 @@ __all__ = [
     "hash_files",
     "last_checkpoint",
     "prepare_checkpoints",
+    "resume_point",
     "save_merged",
     "save_policy",
 ]
@@ -94,10 +97,32 @@ def last_checkpoint(ck: Path) -> str | None:
     return str(best[1]) if best else None
 
 
+def finished(checkpoint: str | os.PathLike[str]) -> bool:
+    """Whether the run that wrote ``checkpoint`` had reached its last step (its ``trainer_state.json``:
+    ``global_step`` >= ``max_steps``)."""
+    try:
+        state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
+        return int(state.get("global_step") or 0) >= int(state.get("max_steps") or 0) > 0
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def resume_point(ck: Path) -> str | None:
+    """The checkpoint to resume from: the newest complete one, unless its run had finished; then the folder is
+    emptied (its fingerprint kept) and None returned, so the run starts over as a fresh one would."""
+    last = last_checkpoint(ck)
+    if last is None or not finished(last):
+        return last
+    for item in Path(ck).iterdir():
+        if item.name != "fingerprint.json":
+            shutil.rmtree(item) if item.is_dir() else item.unlink()
+    return None
+
+
 def prepare_checkpoints(out: Path, fp: dict[str, Any]) -> tuple[Path, str | None]:
     """``(checkpoint folder, checkpoint to resume from or None)`` of a run with fingerprint ``fp``."""
     ck = checkpoint_dir(out, fp)
-    return ck, last_checkpoint(ck)
+    return ck, resume_point(ck)
 
 
 def save_merged(model: Any, tokenizer: Any, dest: Path, *, lora: bool = True, dtype: str | None = None) -> None:

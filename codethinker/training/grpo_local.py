@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codethinker.training.checkpoint import checkpoint_dir, fingerprint, last_checkpoint, save_policy
+from codethinker.training.checkpoint import checkpoint_dir, fingerprint, resume_point, save_policy
 from codethinker.training.common import resolve_precision
 from codethinker.training.grpo import GRPOParams, resolve_model_len, resolve_reward
 from codethinker.training.grpo_data import load_grpo_rows, resolve_budget
@@ -338,7 +338,7 @@ def run_grpo_local(
     cb = MetricsCallback(run, plot_csv, extra=stats, columns=PLOT_COLUMNS, drop=("clip_ratio/",))
     trainer, rollout = make_grpo_trainer(model, rows, ck, p, reward_funcs=[reward], callbacks=[cb])
     stats.rollout = rollout
-    resume = last_checkpoint(ck)
+    resume = resume_point(ck)  # a finished run (rerun for a code change) starts over
     stats.t_last = time.perf_counter()
     try:
         result = quiet_progress(trainer).train(resume_from_checkpoint=resume)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, save_policy
+from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, resume_point, save_policy
 
 
 @dataclass
@@ -53,3 +54,21 @@ def test_lora_writes_adapter_then_merged_full_writes_merged(tmp_path):
     log.clear()
     save_policy(_Saves(log, "policy"), _Saves(log, "tok"), tmp_path, lora=False)
     assert log == [("policy", "merged", safe), ("tok", "merged", {})]
+
+
+def test_a_finished_run_starts_over_an_unfinished_one_resumes(tmp_path):
+    """DVC reruns a finished training stage when its code changed; resumed at its last step, transformers'
+    trainer took one step more (GRPO: 25 steps of max_steps 24, another policy). A finished run starts over."""
+    data = tmp_path / "d.jsonl"
+    data.write_text("{}\n")
+    ck, _ = prepare_checkpoints(tmp_path, fingerprint(_P(), data, [{"a": 1}], "hub/model"))
+    state = lambda step: json.dumps({"global_step": step, "max_steps": 24})  # noqa: E731
+    for step in (23, 24):
+        (ck / f"checkpoint-{step}").mkdir()
+        (ck / f"checkpoint-{step}" / "trainer_state.json").write_text(state(step))
+    (ck / "rollout_adapters").mkdir()
+    assert resume_point(ck) is None
+    assert sorted(p.name for p in ck.iterdir()) == ["fingerprint.json"]  # the run's folder, emptied
+    (ck / "checkpoint-12").mkdir()
+    (ck / "checkpoint-12" / "trainer_state.json").write_text(state(12))  # killed at step 12: resumes there
+    assert resume_point(ck) == str(ck / "checkpoint-12") and (ck / "checkpoint-12").exists()
