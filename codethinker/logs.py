@@ -30,7 +30,9 @@ LIBRARIES = (
     "mlflow",
     "alembic",
     "prefect",
+    "openai",
     "httpx",
+    "httpx2",
     "urllib3",
     "torch",
 )

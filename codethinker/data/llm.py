@@ -1,9 +1,12 @@
 """A chat client for any OpenAI-compatible endpoint (``vllm serve Qwen/Qwen3-32B`` in the paper).
 
-Used by the ``llm`` backends of gen_inputs and contra_sft. Requests run with bounded
-concurrency; connection errors, 429 and 5xx answers are retried with exponential backoff;
-every answer is cached on disk under a key of (model, messages, sampling parameters), so a
-rerun of a stage pays only for prompts it has not asked before.
+Used by the ``llm`` backends of gen_inputs, contra_sft and crpl_data. Requests go through the
+``openai`` SDK's client (``chat.completions.create``); :meth:`ChatClient.complete_many` runs them on
+``max_concurrency`` threads. Retries are the SDK's own (``max_retries``): connection errors,
+timeouts (``timeout_s`` per attempt), 408, 409, 429 and 5xx, with its exponential backoff (0.5 s
+doubling up to 8 s, less up to 25 % jitter, or the server's ``Retry-After`` when it sends one up to
+2 min); any other HTTP error fails at once. Every answer is cached on disk under a key of (model,
+messages, sampling parameters), so a rerun of a stage pays only for prompts it has not asked before.
 
 >>> client = ChatClient(ChatConfig(base_url="http://127.0.0.1:8000/v1", model="m"), cache_dir=None)
 >>> client.cache_key([{"role": "user", "content": "hi"}])[:8]  # doctest: +SKIP
@@ -15,9 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import threading
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -36,15 +37,22 @@ class LLMError(CodethinkerError, RuntimeError):
     """A request failed for good (after retries, or with an answer that cannot be read)."""
 
 
+def _retries_before(request: Any) -> int:
+    """How many retries the SDK made before ``request`` (the ``x-stainless-retry-count`` header it sends)."""
+    try:
+        return int(request.headers.get("x-stainless-retry-count", 0))
+    except (AttributeError, ValueError):
+        return 0
+
+
 @dataclass(frozen=True)
 class ChatConfig:
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "Qwen/Qwen3-32B"
     api_key_env: str = "OPENAI_API_KEY"  # name of the variable holding the key (none needed for vLLM)
     max_concurrency: int = 8
-    max_retries: int = 4
-    backoff_s: float = 1.0
-    timeout_s: float = 300.0
+    max_retries: int = 4  # the SDK's retries after the first attempt
+    timeout_s: float = 300.0  # per attempt
     temperature: float = 0.7
     max_tokens: int = 2048
     seed: int | None = 0
@@ -52,14 +60,14 @@ class ChatConfig:
 
 
 class ChatClient:
-    """Thread-safe; ``stats`` counts requests, cache hits, retries and failures."""
+    """Thread-safe; ``stats`` counts requests (each attempt), cache hits, retries and failures."""
 
     def __init__(self, config: ChatConfig, cache_dir: str | os.PathLike[str] | None):
         self.config = config
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.stats: Counter[str] = Counter()
         self._lock = threading.Lock()
-        self._http: Any = None
+        self._sdk: Any = None
 
     def _count(self, key: str, n: int = 1) -> None:
         with self._lock:
@@ -80,53 +88,58 @@ class ChatClient:
     def _cache_path(self, key: str) -> Path | None:
         return self.cache_dir / key[:2] / f"{key}.json" if self.cache_dir is not None else None
 
-    def _client(self) -> Any:
-        if self._http is None:
-            import httpx
+    def _on_request(self, request: Any) -> None:
+        """Counts every attempt the SDK sends; its retries carry ``x-stainless-retry-count`` > 0."""
+        self._count("requests")
+        if _retries_before(request):
+            self._count("retries")
 
-            headers = {}
-            token = os.environ.get(self.config.api_key_env)
-            if token:
-                headers["Authorization"] = f"Bearer {token}"
-            limits = httpx.Limits(max_connections=self.config.max_concurrency)
-            self._http = httpx.Client(timeout=self.config.timeout_s, headers=headers, limits=limits)
-        return self._http
+    def _client(self) -> Any:
+        import openai
+
+        with self._lock:  # one SDK client (and connection pool) for every thread
+            if self._sdk is not None:
+                return self._sdk
+            c = self.config
+            self._sdk = openai.OpenAI(
+                base_url=c.base_url,
+                api_key=os.environ.get(c.api_key_env) or "EMPTY",  # the SDK needs one; vLLM ignores it
+                max_retries=c.max_retries,
+                timeout=c.timeout_s,
+                http_client=openai.DefaultHttpxClient(event_hooks={"request": [self._on_request]}),
+            )
+        return self._sdk
 
     def _request(self, messages: Messages) -> str:
-        import httpx
+        import openai
 
         c = self.config
-        body: dict[str, Any] = {
-            "model": c.model,
-            "messages": messages,
-            "temperature": c.temperature,
-            "max_tokens": c.max_tokens,
-            **({"seed": c.seed} if c.seed is not None else {}),
-            **c.extra_body,
-        }
         url = c.base_url.rstrip("/") + "/chat/completions"
-        last = ""
-        for attempt in range(c.max_retries + 1):
-            if attempt:
-                self._count("retries")
-                time.sleep(c.backoff_s * 2 ** (attempt - 1) * (1 + random.random() / 2))
-            self._count("requests")
-            try:
-                resp = self._client().post(url, json=body)
-            except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code != 200:
-                raise LLMError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
-            try:
-                content = resp.json()["choices"][0]["message"]["content"]
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                raise LLMError(f"{url}: unreadable answer ({type(exc).__name__})") from None
-            return content if isinstance(content, str) else ""
-        raise LLMError(f"{url}: failed after {c.max_retries + 1} attempts ({last})")
+        try:
+            resp = self._client().chat.completions.create(
+                model=c.model,
+                messages=messages,
+                temperature=c.temperature,
+                max_tokens=c.max_tokens,
+                seed=c.seed if c.seed is not None else openai.omit,
+                extra_body=c.extra_body or None,
+            )
+        except openai.APIStatusError as exc:
+            n, status = _retries_before(exc.request) + 1, exc.status_code
+            if n == 1 and status not in (408, 409, 429) and status < 500:  # a status the SDK does not retry
+                raise LLMError(f"{url}: HTTP {status}: {exc.response.text[:300]}") from None
+            raise LLMError(f"{url}: failed after {n} attempts (HTTP {status})") from None
+        except openai.APIConnectionError as exc:  # also APITimeoutError
+            n = _retries_before(exc.request) + 1
+            why = f"{type(exc).__name__}: {exc}" + (f" ({exc.__cause__!r})" if exc.__cause__ else "")
+            raise LLMError(f"{url}: failed after {n} attempts ({why})") from None
+        except (openai.APIError, ValueError) as exc:  # a body the SDK cannot decode
+            raise LLMError(f"{url}: unreadable answer ({type(exc).__name__})") from None
+        try:
+            content = resp.choices[0].message.content
+        except (AttributeError, IndexError, TypeError) as exc:  # a 200 that is not a chat completion
+            raise LLMError(f"{url}: unreadable answer ({type(exc).__name__})") from None
+        return content if isinstance(content, str) else ""
 
     def complete(self, messages: Messages) -> str:
         """The model's answer to ``messages`` (from the cache when asked before)."""
@@ -163,9 +176,9 @@ class ChatClient:
     last_error: str = ""
 
     def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+        if self._sdk is not None:
+            self._sdk.close()
+            self._sdk = None
 
     def describe(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self.config).items() if k != "api_key_env"}

@@ -1,9 +1,13 @@
 """Any OpenAI-compatible completions server behind the :class:`~codethinker.engines.base.Engine` contract.
 
-Uses ``POST {base_url}/completions`` with raw text prompts (the chat template is applied locally,
-with the model's tokenizer), ``n`` continuations per request, at most ``max_concurrency``
-requests in flight, and retries with exponential backoff (plus jitter) on connection errors,
-timeouts, 408/409/429 and 5xx. Stop strings are kept in the text: vLLM servers are asked with
+Uses the ``openai`` SDK's async client (``completions.create``, ``POST {base_url}/completions``)
+with raw text prompts (the chat template is applied locally, with the model's tokenizer), ``n``
+continuations per request, at most ``max_concurrency`` requests in flight (a request keeps its
+slot through its retries). Retries are the SDK's own (``max_retries``): connection errors,
+timeouts (``timeout_s`` per attempt), 408/409/429 and 5xx, with its exponential backoff (0.5 s
+doubling up to 8 s, less up to 25 % jitter, or the server's ``Retry-After`` up to 2 min); any
+other HTTP error fails at once with :class:`ServerError`. vLLM's own fields go in ``extra_body``.
+Stop strings are kept in the text: vLLM servers are asked with
 ``include_stop_str_in_output``; for other servers the matched ``stop_reason`` (or the one stop
 string of the request) is appended when the server reports a stop. Token counts come from the
 per-token ``logprobs`` the engine requests (``logprobs=0``), else the local tokenizer.
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import threading
 from typing import Any
 
@@ -25,7 +28,13 @@ from codethinker.errors import CodethinkerError
 
 __all__ = ["OpenAIEngine", "ServerError"]
 
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+def _retries_before(request: Any) -> int:
+    """How many retries the SDK made before ``request`` (the ``x-stainless-retry-count`` header it sends)."""
+    try:
+        return int(request.headers.get("x-stainless-retry-count", 0))
+    except (AttributeError, ValueError):
+        return 0
 
 
 class ServerError(CodethinkerError, RuntimeError):
@@ -42,7 +51,6 @@ class OpenAIEngine:
         api_key: str | None = None,
         max_concurrency: int = 8,
         max_retries: int = 5,
-        backoff_s: float = 0.5,
         timeout_s: float = 600.0,
         vllm_extras: bool = True,
     ):
@@ -50,7 +58,7 @@ class OpenAIEngine:
         self.model = model
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY", "EMPTY")
         self.max_concurrency, self.max_retries = max_concurrency, max_retries
-        self.backoff_s, self.timeout_s, self.vllm_extras = backoff_s, timeout_s, vllm_extras
+        self.timeout_s, self.vllm_extras = timeout_s, vllm_extras
         if isinstance(tokenizer, str | os.PathLike):
             from transformers import AutoTokenizer
 
@@ -64,27 +72,32 @@ class OpenAIEngine:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     # -- one request ------------------------------------------------------------------------------
-    async def _post(self, client: Any, sem: asyncio.Semaphore, body: dict[str, Any]) -> dict[str, Any]:
-        import httpx
+    async def _on_request(self, request: Any) -> None:
+        self.requests_sent += 1  # each attempt the SDK sends, its retries included
 
-        last: str = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random()))
-            async with sem:
-                self.requests_sent += 1
-                try:
-                    r = await client.post(f"{self.base_url}/completions", json=body)
-                except (httpx.TransportError, httpx.TimeoutException) as exc:
-                    last = f"{type(exc).__name__}: {exc}"
-                    continue
-            if r.status_code in RETRY_STATUS:
-                last = f"HTTP {r.status_code}: {r.text[:300]}"
-                continue
-            if r.status_code >= 400:
-                raise ServerError(f"{self.base_url}/completions: HTTP {r.status_code}: {r.text[:500]}")
-            return r.json()
-        raise ServerError(f"{self.base_url}/completions failed after {self.max_retries + 1} tries: {last}")
+    async def _post(self, client: Any, sem: asyncio.Semaphore, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The choices of one request, as the server sent them (``stop_reason`` kept or absent)."""
+        import openai
+
+        url = f"{self.base_url}/completions"
+        async with sem:  # held through the SDK's retries and their backoff
+            try:
+                answer = await client.completions.create(**body)
+            except openai.APIStatusError as exc:
+                n, status = _retries_before(exc.request) + 1, exc.status_code
+                if n == 1 and status not in (408, 409, 429) and status < 500:  # a status the SDK does not retry
+                    raise ServerError(f"{url}: HTTP {status}: {exc.response.text[:500]}") from None
+                raise ServerError(f"{url} failed after {n} tries: HTTP {status}: {exc.response.text[:300]}") from None
+            except openai.APIConnectionError as exc:  # also APITimeoutError
+                n = _retries_before(exc.request) + 1
+                why = f"{type(exc).__name__}: {exc}" + (f" ({exc.__cause__!r})" if exc.__cause__ else "")
+                raise ServerError(f"{url} failed after {n} tries: {why}") from None
+            except (openai.APIError, ValueError) as exc:  # a body the SDK cannot decode
+                raise ServerError(f"{url}: unreadable answer ({type(exc).__name__})") from None
+        try:
+            return [ch.to_dict() for ch in answer.choices or []]
+        except (AttributeError, TypeError) as exc:  # a 200 that is not a completion
+            raise ServerError(f"{url}: unreadable answer ({type(exc).__name__})") from None
 
     def _choice(self, ch: dict[str, Any], stop: list[str]) -> Completion:
         text = ch.get("text") or ""
@@ -109,12 +122,18 @@ class OpenAIEngine:
     async def _run(
         self, prefixes: list[str], n: int, stop: list[str], max_tokens: int, temperature: float, seed: int | None
     ) -> list[list[Completion]]:
-        import httpx
+        import openai
 
         sem = asyncio.Semaphore(self.max_concurrency)
-        headers = {"Authorization": f"Bearer {self.api_key}"}
-        limits = httpx.Limits(max_connections=self.max_concurrency)
-        async with httpx.AsyncClient(timeout=self.timeout_s, headers=headers, limits=limits) as client:
+        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [self._on_request]})
+        extra = {"include_stop_str_in_output": True, "skip_special_tokens": True} if self.vllm_extras else None
+        async with openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self.api_key,
+            max_retries=self.max_retries,
+            timeout=self.timeout_s,
+            http_client=http,
+        ) as client:
             bodies = []
             for i, p in enumerate(prefixes):
                 body: dict[str, Any] = {
@@ -124,18 +143,17 @@ class OpenAIEngine:
                     "max_tokens": max_tokens,
                     "temperature": temperature,
                     "logprobs": 0,
+                    "extra_body": extra,
                 }
                 if stop:
                     body["stop"] = list(stop)
                 if seed is not None:
                     body["seed"] = seed + i
-                if self.vllm_extras:
-                    body.update(include_stop_str_in_output=True, skip_special_tokens=True)
                 bodies.append(body)
             answers = await asyncio.gather(*(self._post(client, sem, b) for b in bodies))
         out = []
         for a in answers:
-            choices = sorted(a.get("choices", []), key=lambda c: c.get("index", 0))
+            choices = sorted(a, key=lambda c: c.get("index", 0))
             if len(choices) != n:
                 raise ServerError(f"server returned {len(choices)} choices, asked for {n}")
             out.append([self._choice(c, stop) for c in choices])

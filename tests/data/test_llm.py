@@ -1,7 +1,9 @@
-"""The OpenAI-compatible chat client: bounded concurrency, retries with backoff, disk cache.
+"""The OpenAI-compatible chat client: bounded concurrency, the SDK's retries, disk cache.
 
-Unit tests use a scripted HTTP server on 127.0.0.1; ``test_llm_backends_on_vllm`` runs both llm
-backends against a real vLLM server with the tiny random Qwen2 model.
+Unit tests use a scripted HTTP server on 127.0.0.1 (its errors ask for a 10 ms ``Retry-After``, which
+the SDK honours, unless ``retry_after_ms`` is None: then the SDK's own backoff applies);
+``test_llm_backends_on_vllm`` runs both llm backends against a real vLLM server with the tiny random
+Qwen2 model.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class Script:
         self.requests, self.in_flight, self.max_in_flight = 0, 0, 0
         self.lock = threading.Lock()
         self.bodies: list[dict] = []
+        self.retry_counts: list[str | None] = []  # the SDK's x-stainless-retry-count of each request
+        self.retry_after_ms: int | None = 10
 
 
 @pytest.fixture
@@ -45,11 +49,14 @@ def fake():
                 script.in_flight += 1
                 script.max_in_flight = max(script.max_in_flight, script.in_flight)
                 script.bodies.append(body)
+                script.retry_counts.append(self.headers.get("x-stainless-retry-count"))
                 status, content = script.replies.pop(0) if script.replies else (200, script.content)
             time.sleep(script.delay)
             payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]})
             data = payload.encode() if status == 200 else b'{"error": "scripted"}'
             self.send_response(status)
+            if status != 200 and script.retry_after_ms is not None:
+                self.send_header("retry-after-ms", str(script.retry_after_ms))
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -66,7 +73,7 @@ def fake():
 
 
 def client(fake, tmp_path, **kw):
-    cfg = ChatConfig(base_url=fake.url, model="m", backoff_s=0.01, timeout_s=30, **kw)
+    cfg = ChatConfig(base_url=fake.url, model="m", timeout_s=30, **kw)
     return ChatClient(cfg, tmp_path / "cache")
 
 
@@ -104,8 +111,27 @@ def test_gives_up_and_counts_failures(fake, tmp_path):
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 1  # failures are not cached
 
 
+def test_the_sdk_retries_with_its_own_backoff(fake, tmp_path):
+    fake.replies, fake.retry_after_ms = [(503, ""), (503, "")], None
+    c = client(fake, tmp_path, max_retries=4)
+    t0 = time.monotonic()
+    assert c.complete(MSG) == "f([1], 2)"
+    assert fake.requests == 3 and c.stats["requests"] == 3 and c.stats["retries"] == 2
+    assert fake.retry_counts == ["0", "1", "2"]  # the SDK's retry loop sent them, not ours
+    assert time.monotonic() - t0 >= 0.75 * (0.5 + 1.0)  # its backoff: 0.5 s, then 1 s, less <= 25 % jitter
+
+
+def test_a_client_error_is_not_retried(fake, tmp_path):
+    fake.replies = [(400, "")] * 3
+    c = client(fake, tmp_path, max_retries=4)
+    with pytest.raises(LLMError) as err:
+        c.complete(MSG)
+    assert fake.requests == 1 and c.stats["requests"] == 1 and c.stats["retries"] == 0
+    assert str(err.value) == f'{fake.url}/chat/completions: HTTP 400: {{"error": "scripted"}}'
+
+
 def test_unreachable_endpoint(tmp_path):
-    c = ChatClient(ChatConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=1, backoff_s=0.01), None)
+    c = ChatClient(ChatConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=1), None)
     with pytest.raises(LLMError, match="failed after 2 attempts"):
         c.complete(MSG)
 
@@ -139,7 +165,6 @@ def test_llm_backends_on_vllm(vllm_server, leetcode_problems, tmp_path):
         max_tokens=64,
         max_concurrency=2,
         timeout_s=600,
-        backoff_s=0.2,
     )
     c = ChatClient(cfg, tmp_path / "cache")
     records, counts = generate(fns, backend="llm", n=15, seed=0, client=c)

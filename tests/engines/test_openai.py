@@ -1,4 +1,8 @@
-"""OpenAIEngine against a scripted local HTTP server: retries, bounded concurrency, stop strings."""
+"""OpenAIEngine against a scripted local HTTP server: the SDK's retries, bounded concurrency, stop strings.
+
+The server's errors ask for a 10 ms ``Retry-After`` (the SDK honours it) unless ``retry_after_ms=None``:
+then the SDK's own backoff applies.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,13 @@ from codethinker.engines.openai import OpenAIEngine, ServerError
 
 
 class FakeServer:
-    def __init__(self, fail_first: int = 0, delay_s: float = 0.0, status: int = 503, strip_stop=False):
+    def __init__(
+        self, fail_first: int = 0, delay_s: float = 0.0, status: int = 503, strip_stop=False, retry_after_ms=10
+    ):
         self.fail_first, self.delay_s, self.status, self.strip_stop = fail_first, delay_s, status, strip_stop
+        self.retry_after_ms = retry_after_ms
         self.bodies: list[dict] = []
+        self.retry_counts: list[str | None] = []  # the SDK's x-stainless-retry-count of each request
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
         srv = self
@@ -28,6 +36,7 @@ class FakeServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with srv.lock:
                     srv.bodies.append(body)
+                    srv.retry_counts.append(self.headers.get("x-stainless-retry-count"))
                     k = len(srv.bodies)
                     srv.in_flight += 1
                     srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
@@ -36,6 +45,8 @@ class FakeServer:
                     srv.in_flight -= 1
                 if k <= srv.fail_first:
                     self.send_response(srv.status)
+                    if srv.retry_after_ms is not None:
+                        self.send_header("retry-after-ms", str(srv.retry_after_ms))
                     self.end_headers()
                     self.wfile.write(b"busy")
                     return
@@ -88,25 +99,44 @@ def test_answers_in_order_with_token_counts(server):
 
 def test_retries_with_backoff_then_succeeds(server):
     s = server(fail_first=2)
-    eng = OpenAIEngine(s.url, "m", max_retries=3, backoff_s=0.01)
+    eng = OpenAIEngine(s.url, "m", max_retries=3)
     [[c]] = eng.continue_prefixes(["xyz"], 1, stop=[], max_tokens=4)
     assert c.text == "xyz#0" and eng.requests_sent == 3
 
 
 def test_gives_up_after_the_retries_and_on_client_errors(server):
-    eng = OpenAIEngine(server(fail_first=99).url, "m", max_retries=1, backoff_s=0.01)
+    eng = OpenAIEngine(server(fail_first=99).url, "m", max_retries=1)
     with pytest.raises(ServerError, match="failed after 2 tries"):
         eng.continue_prefixes(["x"], 1, stop=[], max_tokens=4)
-    eng = OpenAIEngine(server(fail_first=99, status=400).url, "m", max_retries=3, backoff_s=0.01)
+    eng = OpenAIEngine(server(fail_first=99, status=400).url, "m", max_retries=3)
     with pytest.raises(ServerError, match="HTTP 400"):
         eng.continue_prefixes(["x"], 1, stop=[], max_tokens=4)
     assert eng.requests_sent == 1
 
 
+def test_the_sdk_retries_with_its_own_backoff(server):
+    s = server(fail_first=2, retry_after_ms=None)
+    eng = OpenAIEngine(s.url, "m", max_retries=4)
+    t0 = time.monotonic()
+    [[c]] = eng.continue_prefixes(["xyz"], 1, stop=[], max_tokens=4)
+    assert c.text == "xyz#0" and len(s.bodies) == 3 and eng.requests_sent == 3
+    assert s.retry_counts == ["0", "1", "2"]  # the SDK's retry loop sent them, not ours
+    assert time.monotonic() - t0 >= 0.75 * (0.5 + 1.0)  # its backoff: 0.5 s, then 1 s, less <= 25 % jitter
+
+
+def test_a_client_error_is_not_retried(server):
+    s = server(fail_first=99, status=400)
+    eng = OpenAIEngine(s.url, "m", max_retries=4)
+    with pytest.raises(ServerError) as err:
+        eng.continue_prefixes(["x"], 1, stop=[], max_tokens=4)
+    assert len(s.bodies) == 1 and eng.requests_sent == 1
+    assert str(err.value) == f"{s.url}/completions: HTTP 400: busy"
+
+
 def test_unreachable_server_fails_after_retries():
     from codethinker.engines.vllm_server import free_port
 
-    eng = OpenAIEngine(f"http://127.0.0.1:{free_port()}/v1", "m", max_retries=1, backoff_s=0.01)
+    eng = OpenAIEngine(f"http://127.0.0.1:{free_port()}/v1", "m", max_retries=1)
     with pytest.raises(ServerError):
         eng.continue_prefixes(["x"], 1, stop=[], max_tokens=4)
 
