@@ -47,8 +47,8 @@ def main() -> None:
     from codethinker.contra.tracer import Flow
     from codethinker.contra.validate import prefix_score
     from codethinker.sampling.dbs import DBSConfig, dbs_sample
+    from codethinker.tasks.output_prediction import truth_token_budget
     from codethinker.training.grpo_data import load_grpo_rows
-    from codethinker.training.train_eval import truth_token_budget
 
     rows, _ = load_grpo_rows(a.data)
     rows = [r for r in rows if r["source"] == "synth"][: a.prompts]

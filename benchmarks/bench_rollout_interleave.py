@@ -47,8 +47,8 @@ def main() -> None:
     from codethinker.contra.validate import prefix_score
     from codethinker.engines.base import PrefixRequest, one_call, run_programs
     from codethinker.sampling.dbs import DBSConfig, DBSRun
+    from codethinker.tasks.output_prediction import truth_token_budget
     from codethinker.training.grpo_data import load_grpo_rows
-    from codethinker.training.train_eval import truth_token_budget
 
     rows, _ = load_grpo_rows(a.data)
     rows = [r for r in rows if r["source"] == "synth"][: a.prompts]

@@ -81,13 +81,14 @@ def main() -> None:
         print("sft", {k: metrics[k] for k in ("steps", "last_loss", "tokens", "tokens_per_s", "wall_s")}, flush=True)
         model = a.out / "sft/merged"
     from codethinker.engines.vllm import VLLMEngine
+    from codethinker.tasks import get_task
     from codethinker.training.grpo_data import load_grpo_rows
     from codethinker.training.grpo_rows import with_reward_prompts
     from codethinker.training.train_eval import EvalParams, select_rows
 
     rows, _ = load_grpo_rows(a.run / "data/contra_sft/grpo_eval.parquet")
     spec = EvalParams().reward_spec()
-    rows = with_reward_prompts(select_rows(rows, {"synth": 100, "leetcode": 30}), spec)
+    rows = with_reward_prompts(select_rows(rows, {"synth": 100, "leetcode": 30}), spec, get_task("output_prediction"))
     flows = [Flow.from_json(r["truth"]) for r in rows]
     for r, flow in zip(rows, flows, strict=True):
         r["prompt"][-1]["content"] = rewrite(r["prompt"][-1]["content"], a.mode, flow)

@@ -3,8 +3,8 @@
     python scripts/stage_deps.py           # rewrite dvc.yaml's code deps in place
     python scripts/stage_deps.py --check   # exit 1 and name each stage whose code deps differ
 
-A stage's code deps are ``stages/<name>.py`` and every ``codethinker/**/*.py`` it imports, transitively,
-including modules named in string constants (``"codethinker.evaluation.codegen"``, a sandbox runner
+A stage's code deps are ``stages/<name>.py`` and every ``codethinker/**/*.py`` (or other stage module) it imports,
+transitively, including modules named in string constants (``"codethinker.evaluation.codegen"``, a sandbox runner
 ``"codethinker.contra.tracer:trace_runner"``), which are imported by name at run time. Modules that cannot
 change a stage's outputs (:data:`NOT_DEPS`: the MLflow handle and the ops layer) are left out. Only the
 ``- <path>.py`` items of a ``deps:`` list are rewritten; data deps, comments and everything else stay.
@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # run bookkeeping (MLflow runs, DVC ownership, the stage runner) and the error base class: none of it
 # reaches a stage's outputs
 NOT_DEPS = ("codethinker/tracking.py", "codethinker/errors.py", "codethinker/ops/")
+PACKAGES = ("codethinker", "stages")  # a stage may share code with another stage (grpo_codegen runs grpo's train)
 _MODULE_NAME = re.compile(r"codethinker(?:\.\w+)+")
 _CODE_ITEM = re.compile(r"^(\s*)- ((?:stages|codethinker)/[\w/]+\.py)\s*(#.*)?$")
 
@@ -30,10 +31,10 @@ def _names(tree: ast.AST) -> list[str]:
     """Module names ``tree`` imports or names in a string constant (``pkg.mod`` or ``pkg.mod:attr``)."""
     names: list[str] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "codethinker":
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
             names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
-            names += [a.name for a in node.names if a.name.split(".")[0] == "codethinker"]
+            names += [a.name for a in node.names if a.name.split(".")[0] in PACKAGES]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             m = _MODULE_NAME.fullmatch(node.value.split(":")[0])
             names += [m.group(0)] if m else []

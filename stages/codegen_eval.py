@@ -22,8 +22,8 @@ from codethinker.config.codegen_eval import CodegenEvalConfig
 from codethinker.data.io import write_json
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
+from codethinker.tasks.codegen import read_problems
 from codethinker.training.codegen_eval import run_codegen_eval
-from codethinker.training.grpo_codegen import read_problems
 
 ARGS = stage_args(
     "codegen_eval",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from codethinker.config import load_config
 from codethinker.config.grpo import GRPOConfig
@@ -40,16 +41,19 @@ ARGS = stage_args(
 
 @stage_main
 def main(argv: list[str] | None = None) -> None:
-    paths = ARGS.parse(argv)
-    cfg = load_config(GRPOConfig)  # seed null: base.seed; init null: model.base
+    train("grpo", load_config(GRPOConfig), ARGS.parse(argv))  # seed null: base.seed; init null: model.base
+
+
+def train(stage: str, cfg: GRPOConfig, paths: Any) -> None:
+    """The GRPO stage ``stage`` (grpo, grpo_codegen): its MLflow child run, the training, its metrics."""
     p, model = cfg.params, str(cfg.init)
-    with stage_run("grpo", cfg.as_dict()) as run:
+    with stage_run(stage, cfg.as_dict()) as run:
         try:
-            metrics = run_grpo(model, paths.data, paths.out, p, run=run, plot=paths.plot, root=Path.cwd())
+            metrics = run_grpo(model, paths.data, paths.out, p, run=run, plot=paths.plot, root=Path.cwd(), stage=stage)
         except KVCacheError as exc:  # the machine cannot give the rollout engine's KV cache
-            raise SystemExit(f"grpo: {exc}") from None
+            raise SystemExit(f"{stage}: {exc}") from None
         write_json(paths.metrics, {"init": model, **metrics})
-    print(f"grpo ({p.backend}): {json.dumps(metrics)}")
+    print(f"{stage} ({p.backend}): {json.dumps(metrics)}")
 
 
 if __name__ == "__main__":

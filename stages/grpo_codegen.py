@@ -17,15 +17,11 @@ DBS branches at blocks of code; the judge's limits are ``codegen``'s. Writes wha
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 from codethinker.config import load_config
 from codethinker.config.grpo import GRPOCodegenConfig
-from codethinker.data.io import write_json
-from codethinker.engines.kv_cache import KVCacheError
-from codethinker.ops.stage import path, stage_args, stage_main, stage_run
-from codethinker.training.grpo_run import run_grpo
+from codethinker.ops.stage import path, stage_args, stage_main
+from stages.grpo import train
 
 ARGS = stage_args(
     "grpo_codegen",
@@ -43,14 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     paths = ARGS.parse(argv)
     cfg = load_config(GRPOCodegenConfig)  # grpo's settings under this section's
     cfg = dataclasses.replace(cfg, params=dataclasses.replace(cfg.params, reward_model=str(paths.reward_model)))
-    p, model = cfg.params, str(cfg.init)
-    with stage_run("grpo_codegen", cfg.as_dict()) as run:
-        try:
-            metrics = run_grpo(model, paths.data, paths.out, p, run=run, plot=paths.plot, root=Path.cwd())
-        except KVCacheError as exc:
-            raise SystemExit(f"grpo_codegen: {exc}") from None
-        write_json(paths.metrics, {"init": model, **metrics})
-    print(f"grpo_codegen ({p.backend}): {json.dumps(metrics)}")
+    train("grpo_codegen", cfg, paths)
 
 
 if __name__ == "__main__":

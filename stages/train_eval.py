@@ -1,14 +1,14 @@
 """Stage train_eval: the policy before SFT, after SFT and after GRPO on held-out GRPO prompts.
 
 Run: ``python -m stages.train_eval --data data/contra_sft/grpo_eval.parquet --metrics metrics/train_eval.json
---answers data/train_eval/answers.jsonl.gz`` (its cmd in dvc.yaml: ``dvc repro train_eval``). Reads
-``params.yaml`` ``train_eval`` (``models``: the policy of each phase), ``model.base`` and the reward GRPO
-trained with (``grpo.reward``, ``grpo.whitebox``): the held-out prompts are put in that reward's format and
-scored with it. Input: the held-out GRPO prompts (functions held out of SFT and GRPO training). Writes every
-answer with its score's parts, so that anyone can re-score it, and the DVC metrics (``reward_kind``,
-``prompt_format``; per phase and held-out set (shape_disjoint, in_distribution, leetcode): format-valid
-rate, mean reward, RCS, answer accuracy, truncated share, mean response tokens, each with its 95% bootstrap
-interval; the paired interval of GRPO - SFT) and logs them to MLflow as the ``train_eval`` child run.
+--answers data/train_eval/answers.jsonl.gz`` (its cmd in dvc.yaml: ``dvc repro train_eval``). Reads ``params.yaml``
+``train_eval`` (``models``: the policy of each phase), ``model.base`` and the task and reward GRPO trained with
+(``grpo.task``, ``grpo.reward``, ``grpo.whitebox``): the task's held-out rows, their prompts put in that reward's
+format and scored with it. Input: the held-out GRPO prompts (functions held out of SFT and GRPO training). Writes
+every answer with its score's parts, so that anyone can re-score it, and the DVC metrics (``reward_kind``,
+``prompt_format``; per phase and held-out set (shape_disjoint, in_distribution, leetcode): format-valid rate, mean
+reward, RCS, answer accuracy, truncated share, mean response tokens, each with its 95% bootstrap interval; the
+paired interval of GRPO - SFT) and logs them to MLflow as the ``train_eval`` child run.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from codethinker.config.grpo import TrainEvalConfig
 from codethinker.data.io import atomic_write, write_json
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
-from codethinker.training.grpo_data import load_grpo_rows
+from codethinker.tasks import get_task
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
 from codethinker.training.train_eval import run_train_eval
 
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     paths = ARGS.parse(argv)
     cfg = load_config(TrainEvalConfig)  # reward, whitebox: grpo's (the reward the policy was trained with)
     models, p = dict(cfg.models), cfg.params
-    rows, _ = load_grpo_rows(paths.data)
+    rows = get_task(p.task).rows(paths.data, "heldout")
     with stage_run("train_eval", cfg.as_dict()), atomic_write(paths.answers, "wb") as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:  # mtime 0: the same answers, the same bytes
             write = lambda a: gz.write((json.dumps(a, ensure_ascii=False) + "\n").encode())  # noqa: E731

@@ -114,3 +114,46 @@ def test_dvc_yaml_has_one_reader() -> None:
         if "yaml" in _imports(p) and '"dvc.yaml"' in p.read_text()
     ]
     assert readers == ["codethinker/ops/dvcfile.py"]
+
+
+# --- tasks: the unit of the design (codethinker/tasks) ------------------------------------------------------
+TASKS = "codethinker.tasks"
+
+
+@pytest.mark.parametrize("path", _files("codethinker/tasks"), ids=str)
+def test_a_task_sits_below_the_trainers_and_evaluators(path: Path) -> None:
+    """A task may use rewards, the tracer, the sandbox, data readers; never a trainer, an engine or ops."""
+    banned = ("codethinker.training", "codethinker.engines", "codethinker.evaluation", "codethinker.ops")
+    bad = sorted(n for n in _imports(path) if _under(n, *banned))
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def task_branches(source: str) -> list[int]:
+    """Lines that ask which task a value is: ``task ==``/``!=``/``in``/``not in`` (``task``, ``x.task``)."""
+
+    def is_task(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "task") or (
+            isinstance(node, ast.Attribute) and node.attr == "task"
+        )
+
+    ops = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+    return [
+        n.lineno
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Compare)
+        and any(isinstance(o, ops) for o in n.ops)
+        and (is_task(n.left) or any(is_task(c) for c in n.comparators))
+    ]
+
+
+def test_the_branch_check_sees_the_forms() -> None:
+    src = "if p.task == 'codegen': pass\nx = 1 if task in T else 2\nfor task in tasks: pass\ny = t.name == 'a'\n"
+    assert task_branches(src) == [1, 2]
+
+
+@pytest.mark.parametrize("path", _files("codethinker") + _files("stages") + _files("flows"), ids=str)
+def test_nothing_outside_the_tasks_and_the_config_asks_which_task_it_serves(path: Path) -> None:
+    rel = path.relative_to(ROOT)
+    if rel.parts[:2] in (("codethinker", "tasks"), ("codethinker", "config")):
+        return
+    assert task_branches(path.read_text()) == [], f"{rel} branches on the task"

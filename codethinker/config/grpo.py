@@ -56,10 +56,17 @@ class GRPOConfig(Section):
 
     @classmethod
     def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
-        if raw.get("task", "reasoning") != "reasoning":
+        from codethinker.tasks import get_task
+
+        name = raw.get("task") or GRPOParams.task
+        try:
+            section = get_task(name).section
+        except ValueError as exc:
+            raise ConfigError(f"{params.path}: grpo.task: {exc}") from None
+        if section != cls.SECTION:  # the task has a stage of its own (code generation: the reward model's)
             raise ConfigError(
-                f"{params.path}: grpo.task: the grpo stage trains output prediction (reasoning); code generation is "
-                "the grpo_codegen stage, whose section grpo_codegen takes grpo's settings (docs/codegen.md)"
+                f"{params.path}: grpo.task: {name} is trained by the {section} stage, whose section {section} takes "
+                "grpo's settings (docs/codegen.md)"
             )
         return _derive(cls.SECTION, raw, params)
 
@@ -68,8 +75,7 @@ class GRPOConfig(Section):
         drop = {"lora"} if p.finetune != "lora" else set()
         drop |= {"verl"} if p.backend != "verl" else set()
         drop |= {k for k in ("whitebox", "reflexicoder") if p.reward != k}
-        drop |= {"crm"} if p.task == "codegen" else {"judge", "reward_model"}
-        return drop
+        return drop | (set(TASK_SETTINGS) - set(p.task_obj.settings))  # the settings the task reads
 
 
 def _derive(section: str, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
@@ -112,6 +118,8 @@ class GRPOCodegenConfig(GRPOConfig):
         return _derive(cls.SECTION, {**merged, "task": "codegen"}, params)
 
 
+TASK_SETTINGS = ("crm", "whitebox", "reflexicoder", "judge", "reward_model")  # GRPOParams' reward settings
+
 # grpo's keys that mean nothing for code generation (its reward is its own; sources: of the reasoning prompts)
 REASONING_ONLY = ("task", "reward", "crm", "whitebox", "reward_model", "sources")
 
@@ -132,9 +140,8 @@ class TrainEvalConfig(Section):
     def derive(cls, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
         grpo = params.section(GRPOConfig).params  # the reward the policy was trained with
         values = {"seed": params.base.seed, "trace_thoughts": trace_thoughts(params)}
-        out = fill(
-            raw, **values, reward=grpo.reward, whitebox=grpo.whitebox, sampled_temperature=grpo.rollout.temperature
-        )
+        trained = {"task": grpo.task, "reward": grpo.reward, "whitebox": grpo.whitebox}
+        out = fill(raw, **values, **trained, sampled_temperature=grpo.rollout.temperature)
         models = TRAIN_EVAL_MODELS if raw.get("models") is None else raw["models"]
         if isinstance(models, dict):  # anything else: the loader names the wrong type
             out["models"] = {**models, "before_sft": models.get("before_sft") or params.policy}

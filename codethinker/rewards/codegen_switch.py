@@ -52,7 +52,6 @@ from codethinker.rewards.score import Score
 
 __all__ = [
     "CODEGEN_REWARDS",
-    "TASKS",
     "CodegenRewardSpec",
     "CodegenScore",
     "code_prefix_score",
@@ -62,7 +61,6 @@ __all__ = [
     "reflexion_prefix_score",
 ]
 
-TASKS = ("reasoning", "codegen")
 CODEGEN_REWARDS = ("codegen_outcome", "reflexicoder", "cg_grpo", "cg_grpo_ungated", "recode_outcome")
 FORMATS = {  # the prompt format of each kind
     "codegen_outcome": "codegen",
@@ -232,7 +230,6 @@ class CodegenRewardSpec:
     reward_model: str = field(
         default="models/reward_model", metadata={"help": "cg_grpo: the CRPL reward model (grpo's --reward-model)"}
     )
-    task: str = "codegen"
 
     def __post_init__(self) -> None:
         if self.kind not in CODEGEN_REWARDS:

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from codethinker.config.loader import from_mapping
-from codethinker.contra.render import ANSWER_CLOSE, TRACE_CLOSE, render_prompt, vanilla_prompt
+from codethinker.contra.render import ANSWER_CLOSE, LOCALS_CLOSE, TRACE_CLOSE, render_prompt, vanilla_prompt
 from codethinker.contra.tracer import Flow
 from codethinker.rewards.crm import CRMConfig, crm_score
 from codethinker.rewards.orm import orm_score
@@ -87,6 +87,11 @@ class RewardSpec:
     def blocks(self) -> bool:
         """Whether responses have ConTra blocks (what DBS branches on)."""
         return self.kind == "crm"
+
+    @property
+    def block_stop(self) -> list[str]:
+        """The end of a ConTra block (``[/LOCALS]``), where DBS branches."""
+        return [LOCALS_CLOSE]
 
     def prompt(self, flow: Flow, contra: list[dict[str, str]] | None = None) -> list[dict[str, str]]:
         """The chat prompt for ``flow``; ``contra``: the row's ConTra prompt (kept for ``crm``, in the style

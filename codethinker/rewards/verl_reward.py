@@ -50,6 +50,7 @@ def compute_score(
     reflexicoder: Mapping[str, Any] | None = None,
     judge: Mapping[str, Any] | None = None,
     reward_model: str | None = None,
+    task: str | None = None,
     **_: Any,
 ) -> dict[str, Any]:
     """The run's reward and its parts (``score``, ``r_proc``, ``r_res``, ``fmt``, ``rcs``, ...).
@@ -57,7 +58,17 @@ def compute_score(
     ``reward``, ``crm``, ``whitebox``: the run's reward kind and settings (from verl's
     ``reward_kwargs``); they take precedence over the same keys of ``extra_info``. ``reflexicoder``,
     ``judge``, ``reward_model``: a code-generation kind's settings (:mod:`codethinker.rewards.codegen_switch`).
+    ``task`` (the launcher always binds it; else ``extra_info["task"]``): the task whose reward this is
+    (:mod:`codethinker.tasks`, a user's own included), scored through the task contract; without one, the kind
+    picks its reward module.
     """
+    name = task or (extra_info or {}).get("task")
+    if name is not None:
+        from codethinker.tasks import get_task, score_one
+
+        settings = {"crm": crm, "whitebox": whitebox, "reflexicoder": reflexicoder, "judge": judge}
+        settings["reward_model"] = reward_model
+        return score_one(get_task(name), solution_str, ground_truth, reward, settings, dict(extra_info or {}))
     return _switch.compute_score(
         data_source, solution_str, ground_truth, extra_info, reward, crm, whitebox, reflexicoder, judge, reward_model
     )

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codethinker.tasks.codegen import read_problems, reference_budget
+
 __all__ = [
     "CODEGEN_METRICS",
     "CodegenEvalParams",
@@ -79,35 +81,6 @@ class CodegenEvalParams:
 
         names = ("codegen_eval.max_problems", "codegen_eval.max_model_len")
         return KVParamNames("codegen_eval.kv_cache_gib", names, "codegen_eval.max_model_len")
-
-
-def read_problems(path: str | Path, split: str = "train") -> list[Any]:
-    """The problems of ``split`` in codegen_data's JSONL (a bad line names the file and line)."""
-    from codethinker.codegen.task import CodegenProblem
-
-    out = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            p = CodegenProblem.from_json(json.loads(line))
-        except (json.JSONDecodeError, TypeError) as exc:
-            raise ValueError(f"{path}:{n}: not a codegen problem ({exc})") from None
-        if p.split == split:
-            out.append(p)
-    return out
-
-
-def reference_budget(model: str | Path, problems: list[Any], answer_format: str, margin: float = 1.25) -> int:
-    """``margin`` x the tokens of the longest reference solution of ``problems`` written as a fenced answer
-    (x 2 for ReflexiCoder's ``reflexion`` format: a first answer and its revision), + 64 for the tags and a
-    short reasoning."""
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(str(model))
-    answers = 2 if answer_format == "reflexion" else 1
-    longest = max((len(tok(f"```python\n{q.reference}\n```").input_ids) for q in problems), default=0)
-    return int(longest * answers * margin) + 64
 
 
 def score_answers(spec: Any, problems: list[Any], answers: list[list[Any]]) -> list[dict[str, float]]:

@@ -16,11 +16,11 @@ prompt). The prompt of a baseline is rendered from the row's truth when the rows
 DBS branches on ConTra blocks, which the baselines' formats lack: for them :func:`resolve_reward` draws the ``n_dbs``
 samples as regular ones (the same group size; a logged notice) and ends responses at ``[/ANSWER]``.
 
-The task (:attr:`GRPOParams.task`, set by the stage): ``reasoning`` (the above; stage grpo) or ``codegen``
-(stage grpo_codegen), whose rows are codegen_data's training problems (:mod:`codethinker.training.grpo_codegen`)
-and whose rewards are ``codegen_outcome``, ``reflexicoder``, ``cg_grpo`` and ``cg_grpo_ungated``
-(:mod:`codethinker.rewards.codegen_switch`), with DBS blocks of code; :func:`check_task_reward` refuses a reward
-of the other task.
+The task (:attr:`GRPOParams.task`, :mod:`codethinker.tasks`): ``output_prediction`` (the above; stage grpo),
+``codegen`` (stage grpo_codegen: codegen_data's training problems, the code-generation rewards, DBS on blocks of
+code) or a user's own (``package.module:attribute``). The task gives the rows, the prompts, the completion
+budget, the reward (:meth:`GRPOParams.reward_spec`) and its scores; nothing here asks which task it is.
+:func:`check_task_reward` refuses a reward the task does not offer.
 """
 
 from __future__ import annotations
@@ -152,16 +152,19 @@ class GRPOParams:
     rollout: RolloutParams = field(default_factory=RolloutParams, metadata={"help": "group and sampling"})
     lora: LoRAParams = field(default_factory=lambda: LoRAParams(dropout=0.0), metadata={"help": "adapter settings"})
     task: str = field(
-        default="reasoning",
-        metadata={"help": "reasoning (ConTra traces, the GRPO parquet) | codegen (codegen_data's training problems)"},
+        default="output_prediction",
+        metadata={
+            "help": "the task (codethinker.tasks): output_prediction (ConTra traces, the GRPO parquet) | codegen "
+            "(codegen_data's training problems; the grpo_codegen stage) | package.module:attribute (your own)"
+        },
     )
     reward: str = field(
         default="crm",
         metadata={
-            "help": "task reasoning: crm (CodeThinker: ConTra prompt, CRM) | orm (CodeReasoner: vanilla prompt, "
-            "outcome reward) | whitebox (ExecVerify: white-box questions), the baselines sample without DBS; task "
-            "codegen: codegen_outcome (R_fmt + R_out) | reflexicoder | cg_grpo | cg_grpo_ungated | recode_outcome "
-            "(ReCode)"
+            "help": "one of the task's rewards. output_prediction: crm (CodeThinker: ConTra prompt, CRM) | orm "
+            "(CodeReasoner: vanilla prompt, outcome reward) | whitebox (ExecVerify: white-box questions), the "
+            "baselines sample without DBS; codegen: codegen_outcome (R_fmt + R_out) | reflexicoder | cg_grpo | "
+            "cg_grpo_ungated | recode_outcome (ReCode)"
         },
     )
     reflexicoder: dict[str, Any] = field(
@@ -202,19 +205,28 @@ class GRPOParams:
             raise ValueError(f"grpo.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.max_model_len != "auto" and not (isinstance(self.max_model_len, int) and self.max_model_len > 0):
             raise ValueError(f"grpo.max_model_len must be auto or a number of tokens, got {self.max_model_len!r}")
-        check_task_reward(self.task, self.reward)
+        try:
+            check_task_reward(self.task, self.reward)
+        except ValueError as exc:
+            raise ValueError(str(exc) if "reward" in str(exc) else f"grpo.task: {exc}") from None
         self.reward_spec()  # a misspelled reward, whitebox setting or CRM switch stops here
 
     def reward_spec(self) -> Any:
-        """The run's reward: a :class:`codethinker.rewards.switch.RewardSpec` (task reasoning: kind, CRM
-        switches, white-box a/k) or a :class:`codethinker.rewards.codegen_switch.CodegenRewardSpec` (codegen)."""
-        if self.task == "codegen":
-            from codethinker.rewards.codegen_switch import codegen_spec
+        """The run's reward: the task's :class:`~codethinker.tasks.base.RewardSpec` of ``reward`` with the
+        settings the task reads (:attr:`~codethinker.tasks.base.Task.settings`: ``crm`` and ``whitebox`` for
+        output prediction; ``reflexicoder``, ``judge`` and ``reward_model`` for code generation)."""
+        task = self.task_obj
+        unknown = [k for k in task.settings if not hasattr(self, k)]
+        if unknown:
+            raise ValueError(f"task {task.name} reads settings grpo has none of: {', '.join(unknown)}")
+        return task.reward_spec(self.reward, {k: getattr(self, k) for k in task.settings})
 
-            return codegen_spec(self.reward, self.reflexicoder, self.judge, self.reward_model)
-        from codethinker.rewards.switch import reward_spec
+    @property
+    def task_obj(self) -> Any:
+        """The :class:`~codethinker.tasks.base.Task` named by :attr:`task`."""
+        from codethinker.tasks import get_task
 
-        return reward_spec(self.reward, self.crm, self.whitebox)
+        return get_task(self.task)
 
     @property
     def rollout_seqs(self) -> int:
@@ -233,28 +245,26 @@ class GRPOParams:
 
 
 def check_task_reward(task: str, reward: str) -> None:
-    """The reward must be one of the task's: output prediction's (``grpo.reward``) or code generation's
-    (``grpo_codegen.reward``); a ``ValueError`` names the key to use.
+    """The reward must be one the task offers (:attr:`~codethinker.tasks.base.Task.rewards`); a ``ValueError``
+    names the task's key and, where another task offers the reward, that task's.
 
     >>> check_task_reward("codegen", "crm")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: grpo_codegen.reward=crm is a reasoning reward (grpo.reward's); choose one of codegen_outcome, ...
+    ValueError: grpo_codegen.reward=crm is a reward of task output_prediction (grpo.reward's); choose one of ...
     """
-    from codethinker.rewards.codegen_switch import CODEGEN_REWARDS, TASKS
-    from codethinker.rewards.switch import REWARDS
+    from codethinker.tasks import TASKS, get_task
 
-    if task not in TASKS:
-        raise ValueError(f"the GRPO task must be one of {', '.join(TASKS)}, got {task!r}")
-    key, other_key = (
-        ("grpo_codegen.reward", "grpo.reward") if task == "codegen" else ("grpo.reward", "grpo_codegen.reward")
-    )
-    own, other = (CODEGEN_REWARDS, REWARDS) if task == "codegen" else (REWARDS, CODEGEN_REWARDS)
-    if reward in other:
-        kind = "a reasoning" if task == "codegen" else "a code-generation"
-        raise ValueError(f"{key}={reward} is {kind} reward ({other_key}'s); choose one of {', '.join(own)}")
-    if reward not in own:
-        raise ValueError(f"{key} must be one of {', '.join(own)}, got {reward!r}")
+    own = get_task(task)
+    if reward in own.rewards:
+        return
+    key = f"{own.section}.reward"
+    others = [get_task(n) for n in TASKS if n != own.name and reward in get_task(n).rewards]
+    if others:
+        o = others[0]
+        choose = ", ".join(own.rewards)
+        raise ValueError(f"{key}={reward} is a reward of task {o.name} ({o.section}.reward's); choose one of {choose}")
+    raise ValueError(f"{key} must be one of {', '.join(own.rewards)}, got {reward!r}")
 
 
 def grpo_params(section: dict[str, Any]) -> GRPOParams:
@@ -283,8 +293,8 @@ def resolve_reward(p: GRPOParams) -> GRPOParams:
         changes.update(n_regular=r.group, n_dbs=0)
     if list(r.final_stop) == list(RolloutParams().final_stop) and list(r.final_stop) != spec.stop:
         changes["final_stop"] = spec.stop
-    if p.task == "codegen" and list(r.block_stop) == list(RolloutParams().block_stop):
-        changes["block_stop"] = spec.block_stop  # DBS blocks of code (codethinker.rewards.codegen_switch)
+    if list(r.block_stop) == list(RolloutParams().block_stop) and list(spec.block_stop) != list(r.block_stop):
+        changes["block_stop"] = list(spec.block_stop)  # the task's blocks (code generation: blocks of code)
     return dataclasses.replace(p, rollout=dataclasses.replace(r, **changes)) if changes else p
 
 

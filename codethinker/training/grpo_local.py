@@ -1,8 +1,8 @@
 """GRPO on one machine: TRL's GRPOTrainer (LoRA or every weight, ``grpo.finetune``) + the project's Rollout.
 
 The group of each prompt is ``n_regular`` regular + ``n_dbs`` DBS samples from the current
-policy (vLLM where it runs, transformers' generate otherwise), scored by the run's reward
-(``grpo.reward``: CRM, or a baseline's ORM / white-box reward, :class:`RewardFunc`; the baselines'
+policy (vLLM where it runs, transformers' generate otherwise), scored by the run's reward, the task's
+(``grpo.task``, :mod:`codethinker.tasks`; :class:`RewardFunc`; output prediction's baselines'
 prompts and all-regular groups come from :func:`~codethinker.training.grpo.resolve_reward`) and
 normalized together (``grpo.scale_rewards``: divided by the group's std, GRPO's, or not). No KL
 loss (``beta=0``), no KL in the reward, no entropy bonus (TRL has none; verl's ``entropy_coeff`` is
@@ -12,8 +12,8 @@ rollout hands the update groups whose rewards differ, drawn from further prompts
 none (:meth:`~codethinker.training.rollout.Rollout.sample_informative`).
 
 Per step it logs reward mean/std/max for the regular and the DBS subgroup, r_proc, r_res, the
-format-valid rate, RCS, response length, and the tokens DBS generated and dropped; for the codegen
-task (:mod:`codethinker.training.grpo_codegen`) also the pass rate and ReflexiCoder's cycles.
+format-valid rate, RCS, response length, the tokens DBS generated and dropped, and the means of the task's
+own per-answer numbers (code generation: the pass rate, ReflexiCoder's cycles).
 """
 
 from __future__ import annotations
@@ -208,20 +208,18 @@ def make_grpo_trainer(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from codethinker.training.grpo_codegen import reward_func
-
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL 1.16
     p = resolve_model_len(resolve_reward(p))
-    rows = with_reward_prompts(rows, p.reward_spec())
+    rows = with_reward_prompts(rows, p.reward_spec(), p.task_obj)
     args = grpo_config(ck, p)
     tok = AutoTokenizer.from_pretrained(str(model))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     kind, eng = engine or rollout_engine(p, model)
     truths = {prompt_key(row["prompt"]): row["truth"] for row in rows}
-    scorer_for = p.reward_spec().prefix_scorer if p.task == "codegen" else None  # DBS on code blocks
+    scorer_for = p.task_obj.prefix_scorer(p.reward_spec())  # None: the ConTra PRM
     root = ck / "rollout_adapters"
-    funcs = reward_funcs or [reward_func(p)]
+    funcs = reward_funcs or [RewardFunc.from_params(p)]
     rollout = Rollout(
         kind,
         eng,
@@ -328,9 +326,7 @@ def run_grpo_local(
         raise ValueError(f"{data}: no GRPO prompts left (sources={p.sources}, max_prompts={p.max_prompts})")
     p = resolve_model_len(resolve_budget(p, model, rows))
     ck = checkpoint_dir(out, fingerprint(p, data, rows, model))  # the rows it trains on
-    from codethinker.training.grpo_codegen import reward_func
-
-    reward = reward_func(p)
+    reward = RewardFunc.from_params(p)
     stats = StepStats(reward)
     from codethinker.training.callbacks import MetricsCallback, quiet_progress
 

@@ -1,8 +1,5 @@
-"""GRPO rows as plain data: parquet values made plain, each prompt in the reward's format, prompts that
+"""GRPO rows as the trainers take them: each prompt in the reward's format (the task renders it), prompts that
 fit the budget. Nothing here knows a trainer or a task's data files (those: :mod:`codethinker.training.grpo_data`).
-
->>> plain({"a": (1, 2), "b": [{"c": 3}]})
-{'a': [1, 2], 'b': [{'c': 3}]}
 """
 
 from __future__ import annotations
@@ -10,28 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["drop_long_prompts", "plain", "with_reward_prompts"]
+__all__ = ["drop_long_prompts", "with_reward_prompts"]
 
 
-def plain(x: Any) -> Any:
-    """numpy arrays / pyarrow structs from parquet -> plain lists and dicts."""
-    if hasattr(x, "tolist"):
-        x = x.tolist()
-    if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [plain(v) for v in x]
-    return x
-
-
-def with_reward_prompts(rows: list[dict[str, Any]], spec: Any) -> list[dict[str, Any]]:
-    """``rows`` with the prompt of the reward ``spec`` (a :class:`~codethinker.rewards.switch.RewardSpec`):
-    ``crm`` keeps each row's ConTra prompt; ``orm`` and ``whitebox`` render theirs from the row's truth."""
-    if spec.kind == "crm" or getattr(spec, "task", "reasoning") == "codegen":  # codegen rows carry theirs
-        return rows
-    from codethinker.contra.tracer import Flow
-
-    return [{**r, "prompt": spec.prompt(Flow.from_json(r["truth"]))} for r in rows]
+def with_reward_prompts(rows: list[dict[str, Any]], spec: Any, task: Any) -> list[dict[str, Any]]:
+    """``rows`` with each prompt in the format of the reward ``spec`` of ``task`` (:meth:`Task.prompt
+    <codethinker.tasks.base.Task.prompt>`)."""
+    return [{**r, "prompt": task.prompt(r, spec)} for r in rows]
 
 
 def drop_long_prompts(

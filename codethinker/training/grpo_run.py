@@ -1,5 +1,5 @@
-"""One GRPO run on the backend ``p.backend`` names, for both GRPO stages (grpo: output prediction, grpo_codegen:
-code generation; the task is ``p.task``): ``local`` (TRL on this machine, :mod:`codethinker.training.grpo_local`)
+"""One GRPO run on the backend ``p.backend`` names, for any task (``p.task``; the grpo stage: output prediction,
+grpo_codegen: code generation): ``local`` (TRL on this machine, :mod:`codethinker.training.grpo_local`)
 or ``verl`` (writes verl's config and launches it, :mod:`codethinker.training.grpo_verl`)."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from codethinker.training.grpo import GRPOParams
 __all__ = ["run_grpo"]
 
 
-def run_grpo(model: str, data: Path, out: Path, p: GRPOParams, *, run: Any, plot: Path, root: Path) -> dict[str, Any]:
+def run_grpo(
+    model: str, data: Path, out: Path, p: GRPOParams, *, run: Any, plot: Path, root: Path, stage: str = "grpo"
+) -> dict[str, Any]:
     """Train ``model`` on ``data`` into ``out`` and return the run's metrics; a LoRA run's adapter is logged and
-    registered on ``run`` as ``codethinker-<task stage>`` (it is no DVC out: full fine-tuning writes none)."""
+    registered on ``run`` as ``codethinker-<stage>`` (it is no DVC out: full fine-tuning writes none)."""
     if p.backend == "verl":
         from codethinker.training.grpo_verl import run_grpo_verl
 
@@ -28,5 +30,5 @@ def run_grpo(model: str, data: Path, out: Path, p: GRPOParams, *, run: Any, plot
     else:  # GRPOParams refuses any other
         raise AssertionError(p.backend)
     if p.finetune == "lora":
-        run.register_adapter(out / "adapter", "codethinker-grpo" + ("_codegen" if p.task == "codegen" else ""))
+        run.register_adapter(out / "adapter", f"codethinker-{stage}")
     return metrics

@@ -18,9 +18,9 @@ agent-loop file), runs ``python -m verl.trainer.main_ppo`` with them (``$VERL_PY
   ``reward.custom_reward_function.reward_kwargs`` (``{reward: crm, crm: {...}}``, :func:`reward_kwargs`):
   verl's loader (``get_custom_reward_fn``) binds them to every call of ``compute_score`` on whichever
   node the reward runs (an environment variable would not reach Ray workers started with ``ray start``).
-- Task ``codegen`` (the grpo_codegen stage): the training problems of codegen_data as a parquet
-  (:func:`codethinker.training.grpo_codegen.write_codegen_data`), the code-generation kind and its settings in
-  ``reward_kwargs`` (ReCode's kinds: ``reward_model``, the CRPL model's absolute path), and the DBS prefix score.
+- Any task (``grpo.task``, :mod:`codethinker.tasks`): its rows as verl's parquet (:meth:`Task.verl_data
+  <codethinker.tasks.base.Task.verl_data>`), its name, reward and the reward's settings in ``reward_kwargs``
+  (ReCode's kinds: ``reward_model``, the CRPL model's absolute path), and its DBS prefix score in the agent loop.
 - Data: for ``crm`` the GRPO parquet as it is (its ``prompt`` is the ConTra prompt); for a baseline
   reward (``orm``, ``whitebox``) a copy with that reward's prompt rendered from each row's truth and
   ``extra_info.reward`` set, ``<out>/verl/grpo_train.<reward>.parquet`` (:func:`write_reward_data`).
@@ -150,65 +150,33 @@ def crm_reward_kwargs(crm: Mapping[str, Any]) -> str:
 
 
 def reward_kwargs(p: GRPOParams) -> str:
-    """The hydra override that binds the run's reward to every ``compute_score`` call verl makes: the
-    kind, and the CRM switches (crm) or the white-box settings (whitebox) as params.yaml sets them.
+    """The hydra override that binds the run's task and reward to every ``compute_score`` call verl makes: the
+    task's name, the reward's, and the reward's settings (:meth:`RewardSpec.kwargs
+    <codethinker.tasks.base.RewardSpec.kwargs>`; a model path made absolute).
 
     Checked first (:meth:`GRPOParams.reward_spec`): a misspelled kind, switch or setting stops the launch.
 
     >>> from codethinker.training.grpo import grpo_params
     >>> reward_kwargs(grpo_params({"crm": {"gate": False}}))
-    '++reward.custom_reward_function.reward_kwargs={reward:crm,crm:{gate:false}}'
+    "++reward.custom_reward_function.reward_kwargs={task:'output_prediction',reward:crm,crm:{alpha:1.0,ccw:true,gate:false,orm:true,prefix:true,prm:true}}"
     >>> reward_kwargs(grpo_params({"reward": "orm", "crm": {"gate": False}}))
-    '++reward.custom_reward_function.reward_kwargs={reward:orm}'
-    >>> reward_kwargs(grpo_params({"reward": "whitebox", "whitebox": {"k": 4}}))
-    '++reward.custom_reward_function.reward_kwargs={reward:whitebox,whitebox:{k:4}}'
+    "++reward.custom_reward_function.reward_kwargs={task:'output_prediction',reward:orm}"
     >>> reward_kwargs(grpo_params({"task": "codegen", "reward": "codegen_outcome", "judge": {"memory_mb": 512}}))
-    '++reward.custom_reward_function.reward_kwargs={reward:codegen_outcome,judge:{memory_mb:512,setup_timeout_s:5.0,test_timeout_s:3.0}}'
+    "++reward.custom_reward_function.reward_kwargs={task:'codegen',reward:codegen_outcome,judge:{memory_mb:512,setup_timeout_s:5.0,test_timeout_s:3.0}}"
     """
     spec = p.reward_spec()
-    parts = [f"reward:{spec.kind}"]
-    if p.task == "codegen":  # the kind, ReflexiCoder's coefficients, the judge's limits, the CRPL model's folder
-        kw = {k: v for k, v in spec.kwargs().items() if k != "reward"}  # reward_model: absolute for every node
-        parts += [
-            f"{k}:{_hydra_str(str(Path(v).resolve())) if k == 'reward_model' else _hydra_dict(v)}"
-            for k, v in kw.items()
-        ]
-    elif spec.kind == "crm":
-        parts.append("crm:" + _hydra_dict(p.crm))
-    elif spec.kind == "whitebox":
-        parts.append("whitebox:" + _hydra_dict(p.whitebox))
+    parts = [f"task:{_hydra_str(p.task)}", f"reward:{spec.kind}"]
+    for key, value in spec.kwargs().items():  # the reward's settings; a model path absolute for every node
+        if key != "reward":
+            text = _hydra_str(str(Path(value).resolve())) if key == "reward_model" else _hydra_dict(value)
+            parts.append(f"{key}:{text}")
     return "++reward.custom_reward_function.reward_kwargs={" + ",".join(parts) + "}"
 
 
 def write_reward_data(data: str | Path, out_dir: Path, p: GRPOParams) -> Path:
-    """The parquet verl trains on for ``p.reward``: ``data`` itself for ``crm``; for a baseline a copy in
-    ``out_dir`` whose ``prompt`` is the reward's prompt rendered from each row's truth and whose
-    ``extra_info`` carries ``reward`` and ``prompt_format``; for the codegen task the training
-    problems of ``data`` (codegen_data's JSONL) in verl's schema."""
-    spec = p.reward_spec()
-    if p.task == "codegen":  # codegen_data's problems (JSONL) as verl's parquet
-        from codethinker.training.grpo_codegen import write_codegen_data
-
-        return write_codegen_data(data, out_dir, p)
-    if spec.kind == "crm":
-        return Path(data)
-    import pandas as pd
-
-    from codethinker.contra.tracer import Flow
-    from codethinker.data.io import atomic_write
-    from codethinker.training.grpo_rows import plain
-
-    records = []
-    for rec in pd.read_parquet(data).to_dict("records"):
-        rec = plain(rec)
-        rec["prompt"] = spec.prompt(Flow.from_json(rec["reward_model"]["ground_truth"]))
-        rec["extra_info"] = {**(rec.get("extra_info") or {}), "reward": spec.kind, "prompt_format": spec.format}
-        records.append(rec)
-    path = Path(out_dir) / f"{Path(data).stem}.{spec.kind}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path, "wb") as fh:
-        pd.DataFrame(records).to_parquet(fh, index=False)
-    return path
+    """The parquet verl trains on: the task's rows in ``p``'s reward format (:meth:`Task.verl_data
+    <codethinker.tasks.base.Task.verl_data>`; output prediction's ``crm``: ``data`` itself)."""
+    return p.task_obj.verl_data(data, out_dir, p.reward_spec())
 
 
 def agent_loop_yaml(p: GRPOParams) -> str:
@@ -224,7 +192,8 @@ def agent_loop_yaml(p: GRPOParams) -> str:
         "final_stop": list(r.final_stop),
         "max_rounds": r.dbs_max_rounds,
         "seed": p.seed,
-        "prefix_scorer": p.reward if p.task == "codegen" else "contra",  # DBS's prefix score (verl_dbs)
+        "task": p.task,  # DBS's prefix score: the task's (verl_dbs.prefix_scorer_for)
+        "reward": p.reward,
     }
     return "- " + json.dumps(entry) + "\n"  # JSON is YAML
 

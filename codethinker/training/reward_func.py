@@ -1,8 +1,8 @@
-"""The reasoning task's TRL reward function: each completion scored against its row's truth with the run's
-reward (``grpo.reward``: crm | orm | whitebox), batched per optimizer step, with the step's statistics
-(:meth:`RewardFunc.take`). The codegen task subclasses it (:mod:`codethinker.training.grpo_codegen`).
+"""TRL's reward function for any task: each completion scored against its row's truth with the run's reward
+(``grpo.reward`` of ``grpo.task``), batched per optimizer step, with the step's statistics (:meth:`RewardFunc.take`:
+the reward of the regular and DBS samples, its parts, and the means of the task's own per-answer numbers).
 
->>> f = RewardFunc()  # the full CRM  # doctest: +SKIP
+>>> f = RewardFunc()  # output prediction's full CRM  # doctest: +SKIP
 >>> f(prompts, completions, truth=[row["truth"] for row in rows])  # doctest: +SKIP
 [4.0, 0.0, ...]
 """
@@ -14,11 +14,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from codethinker.rewards.score import Score
+from codethinker.tasks.base import Judged, mean_extras
 
 if TYPE_CHECKING:
+    from codethinker.tasks.base import RewardSpec, Task
     from codethinker.training.grpo import GRPOParams
 
-__all__ = ["CRMRewardFunc", "RewardFunc"]
+__all__ = ["RewardFunc"]
 
 
 def _mean_std_max(xs: list[float]) -> tuple[float, float, float]:
@@ -30,30 +32,31 @@ def _mean_std_max(xs: list[float]) -> tuple[float, float, float]:
 
 
 class RewardFunc:
-    """TRL reward function: the run's reward (``reward``: crm | orm | whitebox, with its ``crm`` switches
-    or ``whitebox`` settings) of each completion against the row's ``truth`` JSON; TRL logs it under
-    the kind's name."""
+    """TRL reward function of a task's reward (:mod:`codethinker.tasks`): each completion of a call (one
+    optimizer step's batch) scored against its row's ``truth`` in one :meth:`~codethinker.tasks.Task.score`
+    call; TRL logs it under the reward's name. ``task``: a task or its name; ``spec``: the task's reward with
+    its settings (None: the task's first reward with default settings)."""
 
-    def __init__(
-        self, crm: dict[str, Any] | None = None, *, reward: str = "crm", whitebox: dict[str, Any] | None = None
-    ):
-        from codethinker.rewards.switch import reward_spec
+    def __init__(self, task: Task | str = "output_prediction", spec: RewardSpec | None = None):
+        from codethinker.tasks import get_task
 
-        self.spec = reward_spec(reward, crm, whitebox)
-        self.config = self.spec.crm
+        self.task = get_task(task) if isinstance(task, str) else task
+        self.spec = spec if spec is not None else self.task.reward_spec(self.task.rewards[0], {})
         self.__name__ = self.spec.kind
         self._scores: list[tuple[str, Score, int]] = []
+        self._extra: list[Judged] = []
         self._seconds = 0.0
 
     @classmethod
     def from_params(cls, p: GRPOParams) -> RewardFunc:
-        return cls(p.crm, reward=p.reward, whitebox=p.whitebox)
+        return cls(p.task, p.reward_spec())
 
     def score_texts(self, texts: list[str], truth: list[str]) -> list[Score]:
-        """Each response's :class:`Score` against its row's truth (the task's reward; one call per batch)."""
-        from codethinker.contra.tracer import Flow
-
-        return [self.spec.score(text, Flow.from_json(t)) for text, t in zip(texts, truth, strict=True)]
+        """Each response's :class:`Score` against its row's truth (one task call per batch); the task's own
+        per-answer numbers are kept for :meth:`take`."""
+        judged = self.task.score(self.spec, texts, truth)
+        self._extra.extend(judged)
+        return [j.score for j in judged]
 
     def __call__(
         self,
@@ -77,6 +80,7 @@ class RewardFunc:
     def take(self) -> dict[str, float]:
         """Statistics of everything scored since the last call (one optimizer step)."""
         sc, self._scores = self._scores, []
+        extra, self._extra = self._extra, []
         out: dict[str, float] = {"reward_s": self._seconds}
         self._seconds = 0.0
         for name, sel in (
@@ -97,7 +101,6 @@ class RewardFunc:
                     "response_len": sum(x[2] for x in sc) / n,
                 }
             )
+        if extra:
+            out.update(mean_extras(extra))  # the task's own: a pass rate, ReflexiCoder's cycles, ...
         return out
-
-
-CRMRewardFunc = RewardFunc  # the name before the reward became a switch (crm is the default kind)

@@ -6,18 +6,19 @@ prompts, reported per held-out set (``shape_disjoint``: generated programs whose
 written without a set is counted under its source), and the paired interval of the reward change after
 GRPO vs after SFT.
 
-The reward and the prompt format are the ones GRPO trained with (``reward``: ``crm`` with the row's
-ConTra prompt, ``orm`` with the vanilla prompt, ``whitebox`` with the white-box prompt;
-:mod:`codethinker.rewards.switch`), for all three phases, so the paired GRPO - SFT change compares like
-with like; the result names them (``reward_kind``, ``prompt_format``). For ``crm`` the score is the
-full CRM whatever ``grpo.crm`` ablated (this section's own ``crm`` switches, none by default), so the
-ablations are measured alike. ``rcs`` is the ConTra consistency of the answer for every reward (0 for
-an answer that is no ConTra trace).
+The task (``task``, :mod:`codethinker.tasks`), the reward and the prompt format are the ones GRPO trained with
+(output prediction's ``reward``: ``crm`` with the row's ConTra prompt, ``orm`` with the vanilla prompt,
+``whitebox`` with the white-box prompt; :mod:`codethinker.rewards.switch`), for all three phases, so the paired
+GRPO - SFT change compares like with like; the result names them (``reward_kind``, ``prompt_format``). For ``crm``
+the score is the full CRM whatever ``grpo.crm`` ablated (this section's own ``crm`` switches, none by default), so
+the ablations are measured alike. ``rcs`` is the ConTra consistency of the answer for every reward (0 for an answer
+that is no ConTra trace).
 
-The response limit ``max_tokens: auto`` comes from the truths, per source: the longest ground-truth
-trace among that source's evaluated prompts in the model's tokens (with the template teacher's
-thoughts, or empty ones for a policy trained on ``contra_sft.teacher: none``), x 1.25; so short
-generated programs are not given LeetCode's limit. ``max_prompts`` caps each set (a number for
+The response limit ``max_tokens: auto`` is the task's budget (:meth:`Task.budget
+<codethinker.tasks.base.Task.budget>`) per source; for output prediction the longest ground-truth trace among
+that source's evaluated prompts in the model's tokens (with the template teacher's thoughts, or empty ones for a
+policy trained on ``contra_sft.teacher: none``), x 1.25; so short generated programs are not given LeetCode's
+limit. ``max_prompts`` caps each set (a number for
 all, or ``{set: n}``), its prompts taken one function at a time (the first input of each function, then
 the second, ...), so 30 LeetCode prompts are 30 functions where the set has them.
 
@@ -86,8 +87,12 @@ class EvalParams:
         default=True,
         metadata={"help": "the policy writes thoughts (contra_sft.teacher != none): sizes max_tokens auto"},
     )
+    task: str = field(
+        default="output_prediction", metadata={"help": "the task GRPO trained (grpo.task; codethinker.tasks)"}
+    )
     reward: str = field(
-        default="crm", metadata={"help": "the reward and prompt format GRPO trained with: crm | orm | whitebox"}
+        default="crm",
+        metadata={"help": "the reward and prompt format GRPO trained with (output prediction: crm | orm | whitebox)"},
     )
     crm: dict[str, Any] = field(default_factory=dict, metadata={"help": "CRM switches (reward crm; {}: full CRM)"})
     whitebox: dict[str, Any] = field(
@@ -102,10 +107,12 @@ class EvalParams:
         self.reward_spec()  # a misspelled reward or setting stops here
 
     def reward_spec(self) -> Any:
-        """The :class:`codethinker.rewards.switch.RewardSpec` the answers are scored with."""
-        from codethinker.rewards.switch import reward_spec
+        """The task's reward the answers are scored with (its settings: this section's ``crm`` and ``whitebox``
+        where the task reads them)."""
+        from codethinker.tasks import get_task
 
-        return reward_spec(self.reward, self.crm, self.whitebox)
+        task = get_task(self.task)
+        return task.reward_spec(self.reward, {k: getattr(self, k, None) for k in task.settings})
 
     def kv_params(self) -> Any:
         """The params a vLLM KV-cache error names."""
@@ -135,41 +142,31 @@ def by_source(rows: list[dict[str, Any]]) -> dict[str, list[int]]:
     return out
 
 
-def truth_token_budget(tok: Any, rows: list[dict[str, Any]], thoughts: bool = True, margin: float = 1.25) -> int:
-    """``margin`` x the tokens of the longest ground-truth trace of ``rows`` (with the template
-    teacher's thoughts, or with empty ones for a policy trained on ``contra_sft.teacher: none``)."""
-    from codethinker.contra.render import render_trace
-    from codethinker.contra.tracer import Flow
-    from codethinker.data.sft import template_trace
-
-    render = template_trace if thoughts else render_trace
-    longest = max((len(tok(render(Flow.from_json(r["truth"]))).input_ids) for r in rows), default=0)
-    return max(16, int(longest * margin) + 8)  # + the closing tags' slack
-
-
 Answers = Callable[[dict[str, Any]], None]  # receives every scored answer (:func:`score_prompts`)
 
 
 def score_prompts(
     engine: Any, rows: list[dict[str, Any]], p: EvalParams, max_tokens: int, answers: Answers | None = None
 ) -> list[dict[str, float]]:
-    """One dict of :data:`METRICS` per prompt (the mean over its ``samples`` answers), scored with
-    ``p``'s reward; the rows' prompts must be in its format (:func:`run_train_eval` sees to it). ``answers``
-    receives each answer: the prompt's ``id`` and ``set``, its index ``k``, its ``text`` and its score's
-    parts (``fmt``, ``r_proc``, ``r_res``, ``reward``, ``rcs``, ``answer_ok``, ``finish``, ``tokens``)."""
-    from codethinker.contra.tracer import Flow
+    """One dict of :data:`METRICS` per prompt (the mean over its ``samples`` answers), every answer scored in one
+    call of the task (:meth:`Task.score <codethinker.tasks.base.Task.score>`) with ``p``'s reward; the rows'
+    prompts must be in its format (:func:`run_train_eval` sees to it). ``answers`` receives each answer: the
+    prompt's ``id`` and ``set``, its index ``k``, its ``text`` and its score's parts (``fmt``, ``r_proc``,
+    ``r_res``, ``reward``, ``rcs``, ``answer_ok``, ``finish``, ``tokens``)."""
+    from codethinker.tasks import get_task
 
     spec = p.reward_spec()
     prompts = [engine.apply_chat_template(r["prompt"]) for r in rows]
     outs = engine.continue_prefixes(
         prompts, p.samples, stop=spec.stop, max_tokens=max_tokens, temperature=p.temperature, seed=p.seed
     )
+    flat = [(row, k, c) for row, comps in zip(rows, outs, strict=True) for k, c in enumerate(comps)]
+    judged = iter(get_task(p.task).score(spec, [c.text for _, _, c in flat], [row["truth"] for row, _, _ in flat]))
     per_prompt = []
     for row, comps in zip(rows, outs, strict=True):
-        flow = Flow.from_json(row["truth"])
         vals = {k: 0.0 for k in METRICS}
         for k, c in enumerate(comps):
-            s = spec.score(c.text, flow)
+            s = next(judged).score
             if answers is not None:
                 parts = {f: getattr(s, f) for f in ("fmt", "r_proc", "r_res", "reward", "rcs", "answer_ok")}
                 answers(
@@ -349,25 +346,24 @@ def _close(engine: Any) -> None:
 def run_train_eval(
     models: dict[str, str | Path], rows: list[dict[str, Any]], p: EvalParams, answers: Answers | None = None
 ) -> dict[str, Any]:
-    """Evaluate each named model in turn on ``rows`` (their prompts put in the format of ``p.reward``); a
+    """Evaluate each named model in turn on ``rows`` of the task ``p.task`` (their prompts put in the format of
+    ``p.reward``; the answer budget ``max_tokens: auto`` is the task's, per held-out set); a
     missing local model folder is reported, not fatal. ``answers`` receives every answer (as in
     :func:`score_prompts`) with its ``model`` (the phase) and ``pass`` (``greedy``, ``sampled``).
 
     Returns ``{phase: {source: summary}, "grpo_vs_sft": {source: diffs}, "max_tokens": {source: n},
     "reward_kind": kind, "prompt_format": format}``.
     """
-    from transformers import AutoTokenizer
-
+    from codethinker.tasks import get_task
     from codethinker.training.grpo_rows import with_reward_prompts
 
-    spec = p.reward_spec()
-    rows = with_reward_prompts(select_rows(rows, p.max_prompts), spec)
+    spec, task = p.reward_spec(), get_task(p.task)
+    rows = with_reward_prompts(select_rows(rows, p.max_prompts), spec, task)
     groups = by_source(rows)
     if p.max_tokens == "auto":
         first = next((m for m in models.values() if Path(m).exists() or not str(m).startswith("models/")), None)
-        tok = AutoTokenizer.from_pretrained(str(first)) if first else None
         max_tokens = {
-            src: truth_token_budget(tok, [rows[i] for i in idx], p.trace_thoughts) if tok is not None else 1024
+            src: task.budget(first, [rows[i] for i in idx], spec, p.trace_thoughts) if first else 1024
             for src, idx in groups.items()
         }
     else:

@@ -5,8 +5,8 @@ one agent loop per copy, all copies of a worker's batch concurrently in one even
 numbers the copies of a prompt as they arrive: the first ``n_regular`` sample one whole response
 each (stopped at ``[/TRACE]``); the first DBS copy starts one DBS tree for the prompt
 (:func:`codethinker.sampling.dbs.dbs_sample_async` over verl's vLLM servers, scored with the
-prefix PRM against the row's ground truth, or for the codegen task with the reward kind's prefix
-score, ``prefix_scorer``), and every DBS copy takes one of its final
+prefix PRM against the row's ground truth, or with the task's own prefix score, e.g. code
+generation's, :func:`prefix_scorer_for`), and every DBS copy takes one of its final
 trajectories. DBS counts go to ``extra_fields`` (``dbs``, ``dbs_tokens_generated``,
 ``dbs_tokens_dropped``; 0 on regular samples). Requires a prompt's copies to land on one agent-loop
 worker, which holds when the batch splits at group boundaries (verl chunks the interleaved batch
@@ -92,17 +92,20 @@ class _IdTrail:
         self._ids.setdefault(prefix + text, [*self._ids[prefix], *new_ids])
 
 
-def prefix_scorer_for(kind: str, truth: str) -> Any:
-    """DBS's prefix scorer of one prompt: ``contra``, the PRM on the truth's Flow; a code-generation reward
-    kind, its structural prefix score on the problem (:mod:`codethinker.rewards.codegen_switch`)."""
-    if kind == "contra":
-        from codethinker.contra.tracer import Flow
-        from codethinker.contra.validate import prefix_score
+def prefix_scorer_for(task: str, reward: str, truth: str) -> Any:
+    """DBS's prefix scorer of one prompt: the task's (:meth:`Task.prefix_scorer
+    <codethinker.tasks.base.Task.prefix_scorer>`, e.g. a code-generation reward's structural score), else the
+    ConTra PRM on the truth's Flow."""
+    from codethinker.tasks import get_task
 
-        return functools.partial(prefix_score, flow=Flow.from_json(truth))
-    from codethinker.rewards.codegen_switch import codegen_spec
+    t = get_task(task)
+    scorer = t.prefix_scorer(t.reward_spec(reward, {}))
+    if scorer is not None:
+        return scorer(truth)
+    from codethinker.contra.tracer import Flow
+    from codethinker.contra.validate import prefix_score
 
-    return codegen_spec(kind).prefix_scorer(truth)
+    return functools.partial(prefix_score, flow=Flow.from_json(truth))
 
 
 class DBSAgentLoop(AgentLoopBase):
@@ -115,13 +118,14 @@ class DBSAgentLoop(AgentLoopBase):
         final_stop: list[str] | None = None,
         max_rounds: int = 64,
         seed: int | None = None,
-        prefix_scorer: str = "contra",
+        task: str = "output_prediction",
+        reward: str = "crm",
         **kwargs: Any,
     ):
         kwargs.pop("name", None)
         super().__init__(*args, **kwargs)
         self.n_regular, self.n_dbs, self.max_rounds, self.seed = n_regular, n_dbs, max_rounds, seed
-        self.prefix_scorer = prefix_scorer  # contra (the PRM on the truth's Flow) or a code-generation kind
+        self.task, self.reward = task, reward  # DBS's prefix score is the task's (prefix_scorer_for)
         self.block_stop = list(BLOCK_STOP if block_stop is None else block_stop)
         self.final_stop = list(FINAL_STOP if final_stop is None else final_stop)  # [] (codegen): end of turn only
         self.response_length = self.rollout_config.response_length
@@ -215,7 +219,7 @@ class DBSAgentLoop(AgentLoopBase):
             extra = {"dbs": 0, "dbs_tokens_generated": 0, "dbs_tokens_dropped": 0}
             return self._output(prompt_ids, self._end_turn(ids, ended), extra)
         if group["task"] is None:
-            scorer = prefix_scorer_for(self.prefix_scorer, kwargs["reward_model"]["ground_truth"])
+            scorer = prefix_scorer_for(self.task, self.reward, kwargs["reward_model"]["ground_truth"])
             cfg = DBSConfig(
                 budget=self.n_dbs,
                 max_tokens=self.response_length,

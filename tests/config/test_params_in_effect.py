@@ -52,7 +52,7 @@ class TestGRPOCodegenSection:
 
         cg, grpo = load_config(GRPOCodegenConfig, PARAMS), load_config(GRPOConfig, PARAMS)
         assert (cg.params.task, cg.params.reward, grpo.params.task, grpo.params.reward) == (
-            "codegen", "codegen_outcome", "reasoning", "crm")  # fmt: skip
+            "codegen", "codegen_outcome", "output_prediction", "crm")  # fmt: skip
         assert cg.params.learning_rate == grpo.params.learning_rate and cg.init == grpo.init
         assert cg.params.rollout.group == grpo.params.rollout.group and cg.params.sources is None  # reasoning data's
         assert (cg.params.prompts_per_step, cg.params.rollout.filter_groups) == (2, False)  # its own default values
@@ -75,9 +75,9 @@ class TestGRPOCodegenSection:
         from codethinker.config.grpo import GRPOCodegenConfig
         from codethinker.config.loader import ConfigError
 
-        with pytest.raises(ConfigError, match=r"grpo\.task: the grpo stage trains output prediction.*grpo_codegen"):
+        with pytest.raises(ConfigError, match=r"grpo\.task: codegen is trained by the grpo_codegen stage"):
             load_config(GRPOConfig, _set(tmp_path, "grpo", task="codegen"))
-        with pytest.raises(ValueError, match="reward=crm is a reasoning reward"):
+        with pytest.raises(ValueError, match="reward=crm is a reward of task output_prediction"):
             load_config(GRPOCodegenConfig, _set(tmp_path, "grpo_codegen", reward="crm"))
         with pytest.raises(ConfigError, match=r"grpo_codegen\.task: this section's task is codegen"):
             load_config(GRPOCodegenConfig, _set(tmp_path, "grpo_codegen", task="codegen"))

@@ -53,6 +53,19 @@ def test_closure_follows_imports_and_module_names_in_strings(stage_deps, tmp_pat
     ]  # tracking.py is bookkeeping (NOT_DEPS); unused.py is never imported; the empty __init__ is left out
 
 
+def test_a_stage_that_runs_another_stage_s_code_depends_on_its_closure(stage_deps, tmp_path: Path) -> None:
+    """grpo_codegen runs grpo's ``train``: editing the grpo stage or what it imports reruns both."""
+    root = _toy(tmp_path)
+    (root / "stages" / "b.py").write_text("from stages.a import train\n")
+    assert stage_deps.stage_code_deps("b", root) == [
+        "stages/a.py",
+        "stages/b.py",
+        "codethinker/lib.py",
+        "codethinker/loop.py",
+        "codethinker/runner.py",
+    ]
+
+
 def test_rewrite_replaces_code_deps_once_and_keeps_data_deps_and_comments(stage_deps, tmp_path: Path) -> None:
     root = _toy(tmp_path)
     text = (

@@ -235,16 +235,18 @@ class TestTaskRewardValidation:
     @pytest.mark.parametrize("reward", ["crm", "orm", "whitebox"])
     def test_reasoning_reward_with_codegen_task(self, reward):
         with pytest.raises(
-            ValueError, match=rf"grpo_codegen\.reward={reward} is a reasoning reward \(grpo\.reward's\)"
+            ValueError, match=rf"grpo_codegen\.reward={reward} is a reward of task output_prediction \(grpo\.reward's\)"
         ):
             grpo_params({"task": "codegen", "reward": reward})
 
     def test_codegen_reward_with_reasoning_task(self):
-        with pytest.raises(ValueError, match=r"grpo\.reward=reflexicoder is a code-generation reward \(grpo_codegen"):
+        with pytest.raises(ValueError, match=r"grpo\.reward=reflexicoder is a reward of task codegen \(grpo_codegen"):
             grpo_params({"reward": "reflexicoder"})
 
     def test_unknown_task_and_reward(self):
-        with pytest.raises(ValueError, match=r"GRPO task must be one of reasoning, codegen"):
+        with pytest.raises(
+            ValueError, match=r"unknown task 'codgen': one of output_prediction, codegen, or package.module:attribute"
+        ):
             check_task_reward("codgen", "crm")
         with pytest.raises(ValueError, match=r"grpo_codegen\.reward must be one of codegen_outcome, .*got 'outcome'"):
             grpo_params({"task": "codegen", "reward": "outcome"})

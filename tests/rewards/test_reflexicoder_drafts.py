@@ -107,14 +107,14 @@ def test_a_grpo_step_logs_the_draft_outcomes_on_both_backends():
 
     from codethinker.rewards.verl_reward import compute_score
     from codethinker.training.grpo import grpo_params
-    from codethinker.training.grpo_codegen import CodegenRewardFunc
+    from codethinker.training.reward_func import RewardFunc
 
     truth = json.dumps(problem(0).to_json())
     texts = [
         render_response("p", [WRONG, GOOD], ["STATUS: BUG_DETECTED\nx"]),
         render_response("p", [GOOD, GOOD], ["STATUS: OPTIMIZATION_ONLY\ny"]),
     ]
-    f = CodegenRewardFunc(grpo_params({"task": "codegen", "reward": "reflexicoder", "judge": LIMITS}))
+    f = RewardFunc.from_params(grpo_params({"task": "codegen", "reward": "reflexicoder", "judge": LIMITS}))
     f(None, texts, [truth] * 2, rollout_kind=["regular", "dbs"])
     stats = f.take()  # local backend: the step's means
     assert {k: stats[k] for k in DRAFT_METRICS} == {

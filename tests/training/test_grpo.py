@@ -11,11 +11,12 @@ import pytest
 
 from codethinker.contra.render import render_prompt, render_trace, vanilla_prompt
 from codethinker.contra.tracer import Flow
+from codethinker.rewards.switch import reward_spec
 from codethinker.rewards.whitebox import whitebox_prompt
 from codethinker.training.grpo import grpo_params, resolve_reward
 from codethinker.training.grpo_data import load_grpo_rows
 from codethinker.training.grpo_local import group_rewards, make_grpo_trainer, run_grpo_local
-from codethinker.training.reward_func import CRMRewardFunc, RewardFunc
+from codethinker.training.reward_func import RewardFunc
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
 
 from ..sampling.scripted import ScriptedEngine
@@ -190,7 +191,7 @@ def _text(ids):
 
 def test_crm_reward_func_scores_and_summarizes():
     good = [render_trace(Flow.from_json(t)) for t in truths()[:2]]
-    fn = CRMRewardFunc({"alpha": 1.0})
+    fn = RewardFunc("output_prediction", reward_spec("crm", {"alpha": 1.0}))
     comps = [[{"role": "assistant", "content": c}] for c in [*good, "junk", "[TRACE]"]]
     rewards = fn(
         None,
@@ -419,7 +420,7 @@ def test_reward_func_routes_by_the_runs_reward():
     assert s["reward_mean"] == 1.0 and s["fmt_rate"] == 0.75 and s["r_proc"] == 0.0 and s["rcs"] == 0.25
     wb = RewardFunc.from_params(grpo_params({"reward": "whitebox"}))
     assert wb.__name__ == "whitebox" and wb(None, comps, truth=truth) == [1.0, 0.0, 0.0, 0.0]  # io only: 2 * 0.5
-    crm = CRMRewardFunc()
+    crm = RewardFunc()  # the task's first reward: the full CRM
     assert crm.__name__ == "crm" and crm(None, comps, truth=truth) == [0.0, 0.0, 4.0, 0.0]
 
 

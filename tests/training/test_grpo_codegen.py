@@ -16,9 +16,9 @@ from codethinker.rewards import codegen_switch
 from codethinker.training import codegen_eval
 from codethinker.training.codegen_eval import CodegenEvalParams, run_codegen_eval
 from codethinker.training.grpo import grpo_params, resolve_reward
-from codethinker.training.grpo_codegen import CodegenRewardFunc
 from codethinker.training.grpo_data import load_grpo_rows
 from codethinker.training.grpo_verl import agent_loop_yaml, run_grpo_verl
+from codethinker.training.reward_func import RewardFunc
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
 
 from ..sampling.scripted import ScriptedEngine
@@ -108,7 +108,7 @@ def test_reward_func_judges_a_step_in_one_batch_and_logs_pass_rate_and_cycles(mo
         codegen_switch, "judge_programs", lambda p, c, lim=None: batches.append(len(c)) or real(p, c, lim)
     )
     truth = json.dumps(problem(0).to_json())
-    f = CodegenRewardFunc(codegen())
+    f = RewardFunc.from_params(codegen())
     out = f(
         None,
         [fenced(GOOD), fenced(WRONG), fenced(GOOD), "junk"],
@@ -120,7 +120,7 @@ def test_reward_func_judges_a_step_in_one_batch_and_logs_pass_rate_and_cycles(mo
     assert (stats["reward_regular_mean"], stats["reward_dbs_mean"], stats["reward_mean"]) == (1.5, 1.0, 1.25)
     assert (stats["pass_rate"], stats["answer_acc"], stats["fmt_rate"]) == (0.5, 0.5, 0.75)
     assert "cycles" not in stats
-    r = CodegenRewardFunc(codegen(reward="reflexicoder"))
+    r = RewardFunc.from_params(codegen(reward="reflexicoder"))
     texts = [render_response("p", [WRONG, GOOD], ["STATUS: BUG_DETECTED\nx"]), fenced(GOOD)]
     r(None, texts, [truth] * 2, rollout_kind=["regular", "dbs"])
     stats = r.take()
@@ -164,7 +164,7 @@ def test_verl_writes_the_codegen_data_reward_kwargs_and_dbs_scorer(tmp_path, mon
     cfg_dir = tmp_path / "models" / "grpo" / "verl"
     values = dict(o.lstrip("+").split("=", 1) for o in (cfg_dir / "overrides.txt").read_text().splitlines())
     assert values["reward.custom_reward_function.reward_kwargs"] == (
-        "{reward:reflexicoder,reflexicoder:{terminal:solved},judge:{memory_mb:2048,setup_timeout_s:3.0,test_timeout_s:1.0,workers:2}}"
+        "{task:'codegen',reward:reflexicoder,reflexicoder:{terminal:solved},judge:{memory_mb:2048,setup_timeout_s:3.0,test_timeout_s:1.0,workers:2}}"
     )
     data = cfg_dir / "codegen_train.reflexicoder.parquet"
     assert values["data.train_files"] == str(data) and values["trainer.experiment_name"] == "grpo-reflexicoder"
@@ -176,7 +176,8 @@ def test_verl_writes_the_codegen_data_reward_kwargs_and_dbs_scorer(tmp_path, mon
     ]
     truth = rows["reward_model"][0]["ground_truth"]
     loop = json.loads(agent_loop_yaml(p)[2:])
-    assert (loop["prefix_scorer"], loop["block_stop"], loop["final_stop"]) == ("reflexicoder", ["</answer>"], [])
+    assert (loop["task"], loop["reward"], loop["block_stop"], loop["final_stop"]) == (
+        "codegen", "reflexicoder", ["</answer>"], [])  # fmt: skip
     from codethinker.rewards.verl_reward import compute_score
 
     kwargs = {"reward": "reflexicoder", "reflexicoder": {"terminal": "solved"}, "judge": LIMITS}

@@ -12,6 +12,7 @@ from codethinker.contra.render import render_trace
 from codethinker.contra.tracer import Flow
 from codethinker.data.sft import template_trace
 from codethinker.engines.base import Completion
+from codethinker.tasks.output_prediction import truth_token_budget
 from codethinker.training.grpo_data import load_grpo_rows
 from codethinker.training.train_eval import (
     EvalParams,
@@ -19,7 +20,6 @@ from codethinker.training.train_eval import (
     evaluate_engine,
     run_train_eval,
     select_rows,
-    truth_token_budget,
 )
 
 from .tinydata import truths

@@ -182,7 +182,8 @@ def test_the_command_carries_the_crm_switches_and_only_absolute_paths(tmp_path, 
     run_grpo_verl("models/sft/merged", "data/grpo.parquet", Path("models/grpo"), p)
     cfg_dir = tmp_path / "models" / "grpo" / "verl"
     overrides = (cfg_dir / "overrides.txt").read_text().splitlines()
-    assert "++reward.custom_reward_function.reward_kwargs={reward:crm,crm:{alpha:0.5,orm:false}}" in overrides
+    kwargs = "{task:'output_prediction',reward:crm,crm:{alpha:0.5,ccw:true,gate:true,orm:false,prefix:true,prm:true}}"
+    assert "++reward.custom_reward_function.reward_kwargs=" + kwargs in overrides
     values = dict(o.lstrip("+").split("=", 1) for o in overrides)
     assert values["actor_rollout_ref.model.path"] == str(tmp_path / "models" / "sft" / "merged")
     paths = [v for v in values.values() if _looks_like_a_path(v)]
@@ -212,7 +213,7 @@ def test_the_command_carries_the_reward_kind_and_a_baseline_gets_its_prompts(tmp
     m = run_grpo_verl("models/sft/merged", grpo_parquet, Path("models/grpo"), p)
     cfg_dir = tmp_path / "models" / "grpo" / "verl"
     values = dict(o.lstrip("+").split("=", 1) for o in (cfg_dir / "overrides.txt").read_text().splitlines())
-    assert values["reward.custom_reward_function.reward_kwargs"] == "{reward:orm}"
+    assert values["reward.custom_reward_function.reward_kwargs"] == "{task:'output_prediction',reward:orm}"
     assert values["trainer.experiment_name"] == "grpo-orm"  # not the default "grpo-dbs-crm"
     data = cfg_dir / "grpo_train.orm.parquet"
     assert values["data.train_files"] == values["data.val_files"] == str(data)
@@ -227,7 +228,7 @@ def test_the_command_carries_the_reward_kind_and_a_baseline_gets_its_prompts(tmp
     assert (loop["n_regular"], loop["n_dbs"], loop["final_stop"]) == (8, 0, ["[/ANSWER]"])  # no DBS, vanilla stop
     assert json.loads((cfg_dir / "agent_loop.yaml").read_text()[2:]) == loop
     assert reward_kwargs(grpo_params({"reward": "whitebox", "whitebox": {"a": 0.25, "k": 3}})) == (
-        "++reward.custom_reward_function.reward_kwargs={reward:whitebox,whitebox:{a:0.25,k:3}}"
+        "++reward.custom_reward_function.reward_kwargs={task:'output_prediction',reward:whitebox,whitebox:{a:0.25,k:3}}"
     )
     # crm: the parquet as contra_sft wrote it; crm {}: every switch its default
     crm = grpo_params({"backend": "verl", "crm": {}, "verl": {"dry_run": True}})
@@ -235,7 +236,11 @@ def test_the_command_carries_the_reward_kind_and_a_baseline_gets_its_prompts(tmp
     crm_lines = (tmp_path / "models" / "crm" / "verl" / "overrides.txt").read_text().splitlines()
     crm_values = dict(o.lstrip("+").split("=", 1) for o in crm_lines)
     assert crm_values["data.train_files"] == str(grpo_parquet.resolve())
-    assert crm_values["reward.custom_reward_function.reward_kwargs"] == "{reward:crm,crm:{}}"
+    every = "alpha:1.0,ccw:true,gate:true,orm:true,prefix:true,prm:true"  # crm {}: every switch its default
+    assert (
+        crm_values["reward.custom_reward_function.reward_kwargs"]
+        == f"{{task:'output_prediction',reward:crm,crm:{{{every}}}}}"
+    )
     assert crm_values["trainer.experiment_name"] == "grpo-dbs-crm"
 
 

@@ -1,0 +1,50 @@
+"""Re-score train_eval's stored answers through the task contract and compare every part with the stored one.
+
+    python scripts/rescore_answers.py --answers data/train_eval/answers.jsonl.gz \
+        --data data/contra_sft/grpo_eval.parquet [--task output_prediction] [--reward crm]
+
+Each answer of ``data/train_eval/answers.jsonl.gz`` (prompt id, model, pass, text, score parts) is scored again
+with the task's reward (``codethinker.tasks``) against the truth of its row in ``--data``; the script prints how
+many answers were compared and, per part (fmt, r_proc, r_res, reward, rcs, answer_ok), how many differ, and
+exits 1 when any does. A change to the reward code that moves no stored score leaves every count at 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+PARTS = ("fmt", "r_proc", "r_res", "reward", "rcs", "answer_ok")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--answers", type=Path, required=True)
+    ap.add_argument("--data", type=Path, required=True, help="the held-out rows the answers are to")
+    ap.add_argument("--task", default="output_prediction")
+    ap.add_argument("--reward", default="crm")
+    a = ap.parse_args(argv)
+    from codethinker.tasks import get_task
+
+    task = get_task(a.task)
+    spec = task.reward_spec(a.reward, {})
+    truths = {r["id"]: r["truth"] for r in task.rows(a.data, "heldout")}
+    with gzip.open(a.answers, "rt") as fh:
+        answers = [json.loads(line) for line in fh]
+    judged = task.score(spec, [x["text"] for x in answers], [truths[x["id"]] for x in answers])
+    differ: Counter[str] = Counter()
+    for x, j in zip(answers, judged, strict=True):
+        differ.update(k for k in PARTS if float(j.score[k]) != float(x[k]))
+    print(
+        f"{len(answers)} answers re-scored ({a.task}, {a.reward}); parts that differ: "
+        + ", ".join(f"{k} {differ[k]}" for k in PARTS)
+    )
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
