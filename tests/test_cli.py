@@ -557,6 +557,25 @@ def test_preflight_with_a_failed_check_exits_1_and_says_what_to_do(capsys, tmp_p
     assert out.rstrip().endswith("NOT ready: fix the ✗ line(s) above")
 
 
+@pytest.mark.parametrize("args", [["--params", "TMP"], ["--profile", "paper"]])
+def test_preflight_imports_no_torch_where_no_policy_is_measured(tmp_path, args):
+    """torch, transformers and accelerate load in preflight's process only to measure a policy's
+    config.json (the GPU check): not for the default profile, nor for the paper profile offline with
+    an empty cache (the table's fallback; torch counts the GPUs in a child process)."""
+    args = [str(preflight_params(tmp_path, closed_port_url())) if a == "TMP" else a for a in args]
+    code = (
+        "import sys\nfrom codethinker.cli import main\n"
+        "try:\n    main(['preflight', *sys.argv[1:]])\nexcept SystemExit:\n    pass\n"
+        "print('heavy', sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'transformers', 'accelerate'}))"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hf-cache")}
+    res = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert "preflight: profile" in res.stdout and res.stdout.rstrip().endswith("heavy []"), res.stdout
+
+
 def test_preflight_profile_flag_resolves_for_that_profile_and_writes_nothing(capsys, tmp_path):
     params = preflight_params(tmp_path, closed_port_url(), backend={"default": "mutate", "full": "llm"})
     before = params.read_bytes()

@@ -28,9 +28,11 @@ from codethinker.preflight import (
     format_report,
     gpu_memory_need,
     is_hub_id,
+    model_size_from_config,
     parameters_from_config,
     plan_checks,
     policy_parameters,
+    policy_size,
     run_preflight,
     verl_python,
 )
@@ -47,6 +49,7 @@ class _Server(ThreadingHTTPServer):
     models: list[str]
     hub: set[str]
     files: set[str]
+    configs: dict[str, dict[str, Any]]  # repo id -> the config.json the hub serves
     seen: list[str]
 
 
@@ -63,9 +66,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.seen.append(f"GET {self.path}")
+        repo = self.path.removesuffix("/resolve/main/config.json").lstrip("/")
         if self.path == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": "vllm"} for m in self.server.models]
             self._send(200, json.dumps({"object": "list", "data": data}).encode())
+        elif self.path.endswith("/resolve/main/config.json") and repo in self.server.configs:
+            self._send(200, json.dumps(self.server.configs[repo]).encode())
+        elif self.path.endswith("/resolve/main/config.json"):
+            self._send(401)  # the hub's answer for a gated or missing repo
         else:
             self._send(404, b"{}")
 
@@ -86,6 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
 def server() -> Iterator[_Server]:
     srv = _Server(("127.0.0.1", 0), _Handler)
     srv.models, srv.hub, srv.files, srv.seen = ["Qwen/Qwen3-32B"], {"org/on-hub"}, set(), []
+    srv.configs = {}
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     yield srv
@@ -363,8 +372,81 @@ def test_bundled_dedup_model_needs_its_package(tmp_path: Path) -> None:
 def test_parameter_count_from_config_matches_the_published_size() -> None:
     n = parameters_from_config(QWEN25_CODER_7B)
     assert n is not None and abs(n - 7.62e9) / 7.62e9 < 0.005  # Qwen2.5-Coder-7B: 7.61B parameters
-    assert parameters_from_config({"hidden_size": 8}) is None
-    assert parameters_from_config({**QWEN25_CODER_7B, "num_experts": 64}) is None
+    assert parameters_from_config({"hidden_size": 8}) is None  # no model_type: nothing to build
+    assert parameters_from_config({**QWEN25_CODER_7B, "model_type": "no-such-model"}) is None
+    size = model_size_from_config(QWEN25_CODER_7B)
+    assert size is not None and size.parameters == n
+    assert 2 * n <= size.weight_bytes < 2 * n + 4096  # bf16 weights + the rotary buffers
+    assert size.largest_layer_bytes == 2 * 152064 * 3584  # the embedding (or the equal LM head)
+
+
+def tiny_qwen2(**kw: Any) -> dict[str, Any]:
+    """A tiny Qwen2 ``config.json`` (as transformers writes it)."""
+    transformers = pytest.importorskip("transformers")
+    shape = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4)
+    return transformers.Qwen2Config(**{**shape, "num_key_value_heads": 2, "vocab_size": 300, **kw}).to_dict()
+
+
+def test_a_mixture_of_experts_counts_every_expert() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.Qwen2MoeConfig(
+        hidden_size=64,
+        intermediate_size=96,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=48,
+        num_experts=4,
+        num_experts_per_tok=2,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=300,
+    )
+    model = transformers.AutoModelForCausalLM.from_config(cfg)
+    assert parameters_from_config(cfg.to_dict()) == sum(p.numel() for p in model.parameters())
+
+
+def test_a_local_policy_folder_is_measured_on_the_meta_device(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    folder = tmp_path / "proj" / "models" / "tiny"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(tiny_qwen2()))
+    size = policy_size("models/tiny", tmp_path / "proj", probes(tmp_path))
+    real = transformers.AutoModelForCausalLM.from_config(
+        transformers.AutoConfig.from_pretrained(folder), dtype=torch.bfloat16
+    )
+    assert next(real.parameters()).device.type == "cpu"  # real weights, not meta
+    assert size.parameters == sum(p.numel() for p in real.parameters())
+    real_bytes = sum(t.numel() * t.element_size() for t in [*real.parameters(), *real.buffers()])
+    assert size.weight_bytes == real_bytes
+    assert size.source == f"from {folder / 'config.json'}, accelerate on the meta device"
+    assert policy_parameters("models/tiny", tmp_path / "proj", probes(tmp_path)) == (size.parameters, size.source)
+
+
+def test_a_hub_policy_config_comes_from_the_hub_and_the_table_is_the_fallback(tmp_path: Path, server: _Server) -> None:
+    cfg = tiny_qwen2()
+    server.configs["org/tiny-coder"] = cfg
+    online = probes(tmp_path, env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": url_of(server)})
+    size = policy_size("org/tiny-coder", tmp_path, online)
+    assert size.parameters == parameters_from_config(cfg)
+    assert (
+        size.source == f"from {url_of(server)}/org/tiny-coder/resolve/main/config.json, accelerate on the meta device"
+    )
+    gated = policy_size("Qwen/Qwen2.5-Coder-7B-Instruct", tmp_path, online)  # the hub answers 401
+    assert (gated.parameters, gated.weight_bytes, gated.source) == (7.6e9, 2 * 7.6e9, "from the table of known models")
+    assert "GET /Qwen/Qwen2.5-Coder-7B-Instruct/resolve/main/config.json" in server.seen
+    server.seen.clear()
+    offline = policy_size("org/tiny-coder", tmp_path, probes(tmp_path))  # not cached: not measured, not fetched
+    assert offline.parameters is None and "no config.json for org/tiny-coder" in offline.source and not server.seen
+    fake_hf_cache(tmp_path / "hf-cache", "org/tiny-coder", cfg)
+    assert policy_size("org/tiny-coder", tmp_path, probes(tmp_path)).parameters == size.parameters
+
+
+def test_a_config_transformers_cannot_build_says_so(tmp_path: Path) -> None:
+    (tmp_path / "models" / "odd").mkdir(parents=True)
+    (tmp_path / "models" / "odd" / "config.json").write_text(json.dumps({"model_type": "no-such-model"}))
+    size = policy_size("models/odd", tmp_path, probes(tmp_path))
+    assert size.parameters is None and "transformers cannot build a causal LM from" in size.source
 
 
 @pytest.mark.parametrize("tie", [True, False])

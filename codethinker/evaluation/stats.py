@@ -1,18 +1,25 @@
 """Bootstrap confidence intervals over prompts (the unit a held-out evaluation samples).
 
+The resampling is :func:`scipy.stats.bootstrap` (percentile method, vectorized), drawn from a
+``numpy.random.Generator`` seeded with ``seed``: the same values and seed give the same interval.
+Samples it refuses or cannot spread (one value, all values equal) get the point interval at the mean.
+
 >>> ci = bootstrap_ci([1.0, 0.0, 1.0, 1.0], seed=0)
 >>> ci.mean, ci.low <= ci.mean <= ci.high
 (0.75, True)
 >>> d = paired_diff_ci([1.0, 1.0, 0.5], [0.0, 0.5, 0.5], seed=0)  # after - before, per prompt
 >>> round(d.mean, 3), d.low >= 0.0
 (0.5, True)
+>>> bootstrap_ci([0.25], seed=0)
+CI(mean=0.25, low=0.25, high=0.25, n=1)
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+
+import numpy as np
 
 __all__ = ["CI", "bootstrap_ci", "paired_diff_ci"]
 
@@ -31,23 +38,36 @@ class CI:
 
 
 def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = 2000, seed: int = 0) -> CI:
-    """Percentile bootstrap of the mean of ``values`` (one value per prompt)."""
+    """Percentile bootstrap of the mean of ``values`` (one value per prompt): ``resamples`` resamples
+    of ``len(values)`` prompts drawn with replacement, the interval between their ``(1 - level) / 2``
+    and ``(1 + level) / 2`` quantiles. No values: ``CI(0, 0, 0, 0)``; one value or all equal: the
+    point interval at the mean (scipy refuses one value; equal values have no spread to resample)."""
     xs = [float(v) for v in values]
     n = len(xs)
     if n == 0:
         return CI(0.0, 0.0, 0.0, 0)
-    rng = random.Random(seed)
-    means = sorted(sum(xs[rng.randrange(n)] for _ in range(n)) / n for _ in range(resamples))
-    tail = (1.0 - level) / 2
-    lo = means[int(tail * (resamples - 1))]
-    hi = means[round((1.0 - tail) * (resamples - 1))]
-    return CI(sum(xs) / n, lo, hi, n)
+    mean = sum(xs) / n
+    if n == 1 or min(xs) == max(xs):
+        return CI(mean, mean, mean, n)
+    from scipy.stats import bootstrap  # imported here: scipy.stats takes a while to import
+
+    res = bootstrap(
+        (np.asarray(xs),),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
+    return CI(mean, float(res.confidence_interval.low), float(res.confidence_interval.high), n)
 
 
 def paired_diff_ci(
     after: Sequence[float], before: Sequence[float], level: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> CI:
-    """Bootstrap interval of mean(after - before) over the same prompts (resampled in pairs)."""
+    """Bootstrap interval of mean(after - before) over the same prompts: the per-prompt differences
+    are resampled, so each prompt's pair stays together (scipy's ``paired=True``, for this statistic)."""
     if len(after) != len(before):
         raise ValueError(f"paired values differ in length: {len(after)} vs {len(before)}")
     return bootstrap_ci([a - b for a, b in zip(after, before, strict=True)], level, resamples, seed)

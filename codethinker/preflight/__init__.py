@@ -17,7 +17,9 @@ names:
   makes is a failure. The bundled MiniLM needs its package installed.
 - GPUs, when the profile trains on them (``grpo.backend: verl``, or a hub policy): the visible CUDA
   devices (counted by torch in a child process, so the caller holds no CUDA context) and their free
-  memory against an estimate made from the policy's parameter count (:func:`gpu_memory_need`).
+  memory against an estimate made from the policy's size (:func:`gpu_memory_need`): accelerate measures
+  the policy built from its ``config.json`` on the meta device (:func:`policy_size`; a table of known
+  hub models only when no config is reachable).
 - The verl environment (``grpo.backend: verl``): its interpreter imports ``verl``.
 - A Ray cluster (``grpo.verl.nnodes > 1``): reachable from the verl environment with enough nodes/GPUs.
 - Data: every source file the ``fetch``/``eval_truth`` stages read is in the mirror or the download
@@ -40,9 +42,13 @@ from codethinker.preflight.checks import CheckResult, PlannedCheck, is_hub_id
 from codethinker.preflight.gpus import (
     KNOWN_PARAMETERS,
     MemoryNeed,
+    ModelSize,
+    PolicySize,
     gpu_memory_need,
+    model_size_from_config,
     parameters_from_config,
     policy_parameters,
+    policy_size,
 )
 from codethinker.preflight.probes import GPUInfo, ProbeError, Probes
 from codethinker.preflight.probes import _http as _http
@@ -55,17 +61,21 @@ __all__ = [
     "CheckResult",
     "GPUInfo",
     "MemoryNeed",
+    "ModelSize",
     "PlannedCheck",
+    "PolicySize",
     "PreflightReport",
     "ProbeError",
     "Probes",
     "format_report",
     "gpu_memory_need",
     "is_hub_id",
+    "model_size_from_config",
     "parameters_from_config",
     "params_table",
     "plan_checks",
     "policy_parameters",
+    "policy_size",
     "run_preflight",
     "verl_python",
 ]

@@ -1,12 +1,28 @@
 """Preflight's GPU check, when the profile trains on GPUs (``grpo.backend: verl``, or a hub policy):
-the visible CUDA devices and their free memory against an estimate made from the policy's parameter
-count (:func:`gpu_memory_need`, :func:`policy_parameters`)."""
+the visible CUDA devices and their free memory against an estimate made from the policy's size
+(:func:`gpu_memory_need`, :func:`policy_size`).
+
+The size is accelerate's (what ``accelerate estimate-memory`` measures): the policy is built from its
+``config.json`` on the meta device (``accelerate.init_empty_weights`` +
+``transformers.AutoModelForCausalLM.from_config``, in bf16, no memory allocated) and
+``accelerate.utils.calculate_maximum_sizes`` gives its weights in bytes; its parameters are counted
+on the same model. The config comes from a local model folder, the Hugging Face cache, or the hub
+(a ``GET`` of its ``config.json`` unless ``HF_HUB_OFFLINE`` is set). Only when no config is reachable
+(offline, not cached, a gated repo) does a hub id fall back to :data:`KNOWN_PARAMETERS`, then to the
+size in its name. torch, transformers and accelerate are imported only then, inside the GPU check.
+
+What accelerate does not estimate is the project's own: the training state (frozen bf16 weights
+under LoRA; bf16 weights and gradients, fp32 master weights and Adam's two moments under full
+fine-tuning, sharded by FSDP), vLLM's rollout copy of the weights, vLLM's ``gpu_memory_utilization``
+share of each GPU under verl (its weights and KV cache live inside it; the local backend's KV cache
+is planned by :mod:`codethinker.training.gpu_memory`) and 20 % headroom."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,14 +43,25 @@ from codethinker.preflight.probes import GPUInfo, ProbeError, Probes
 if TYPE_CHECKING:
     from codethinker.training.grpo import VerlParams
 
-__all__ = ["KNOWN_PARAMETERS", "MemoryNeed", "gpu_memory_need", "parameters_from_config", "policy_parameters"]
+__all__ = [
+    "KNOWN_PARAMETERS",
+    "MemoryNeed",
+    "ModelSize",
+    "PolicySize",
+    "gpu_memory_need",
+    "model_size_from_config",
+    "parameters_from_config",
+    "policy_parameters",
+    "policy_size",
+]
 
 GIB = 1024**3
 BF16 = 2  # bytes per parameter
 ADAM_FULL = 16  # bf16 weights + bf16 grads + fp32 master weights + Adam m and v, bytes per parameter
 HEADROOM = 1.2  # activations, CUDA context, allocator fragmentation
 
-# parameter counts of policies whose config.json may not be at hand (else read from config.json)
+# the offline fallback only: parameter counts of hub policies for when no config.json is reachable
+# (offline and not in the Hugging Face cache, or gated); with a config.json, accelerate measures the model
 KNOWN_PARAMETERS: dict[str, float] = {
     "Qwen/Qwen2.5-Coder-0.5B-Instruct": 0.49e9,
     "Qwen/Qwen2.5-Coder-1.5B-Instruct": 1.54e9,
@@ -73,16 +100,68 @@ def _count(n: float) -> str:
     return f"{n:.0f}"
 
 
-def parameters_from_config(cfg: Mapping[str, Any]) -> float | None:
-    """Parameter count of a dense decoder-only LM from its ``config.json`` (Qwen2/Qwen3/Llama
-    layout: gated MLP, grouped-query attention; :class:`codethinker.training.gpu_memory.ModelShape`);
-    None when the config is not of that kind."""
-    from codethinker.training.gpu_memory import ModelShape
+@dataclass(frozen=True)
+class ModelSize:
+    """A model as accelerate measures it on the meta device: its parameters, its weights in bf16
+    (bytes, buffers included) and its largest layer that cannot be split (bytes)."""
 
+    parameters: int
+    weight_bytes: int
+    largest_layer_bytes: int
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' logging at error level while a config is built (its notes are no preflight's)."""
+    from transformers.utils import logging
+
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
     try:
-        return float(ModelShape.from_config(cfg).parameters)
-    except ValueError:
+        yield
+    finally:
+        logging.set_verbosity(level)
+
+
+def model_size_from_config(cfg: Mapping[str, Any]) -> ModelSize | None:
+    """The causal LM that ``cfg`` (a ``config.json`` mapping) describes, built on the meta device
+    (``accelerate.init_empty_weights`` + ``AutoModelForCausalLM.from_config``, bf16) and measured by
+    ``accelerate.utils.calculate_maximum_sizes``; None when transformers cannot build it (no or an
+    unknown ``model_type``, not a causal LM, custom code). ``ImportError`` without torch, transformers
+    or accelerate (the ``train`` extra)."""
+    import torch
+    import transformers
+    from accelerate import init_empty_weights
+    from accelerate.utils import calculate_maximum_sizes
+
+    fields = dict(cfg)
+    model_type = fields.pop("model_type", None)
+    if not isinstance(model_type, str):
         return None
+    try:
+        with _quiet_transformers():
+            config = transformers.AutoConfig.for_model(model_type, **fields)
+            with init_empty_weights():
+                model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+            # init_empty_weights wraps each parameter registered inside it in a new Parameter, so the LM head
+            # that transformers 5 ties to the embedding inside it comes out untied: tie it again here
+            model.tie_weights()
+    except ImportError:
+        raise
+    except Exception:  # a config transformers refuses, whatever it raises: the caller falls back
+        return None
+    total, (largest, _) = calculate_maximum_sizes(model)
+    return ModelSize(sum(p.numel() for p in model.parameters()), int(total), int(largest))
+
+
+def parameters_from_config(cfg: Mapping[str, Any]) -> float | None:
+    """Parameter count of the causal LM that ``config.json`` describes, counted on the meta device
+    (:func:`model_size_from_config`); None when transformers cannot build it or is not installed."""
+    try:
+        size = model_size_from_config(cfg)
+    except ImportError:
+        return None
+    return float(size.parameters) if size else None
 
 
 def gpu_memory_need(
@@ -92,26 +171,28 @@ def gpu_memory_need(
     shards: int = 1,
     rollout_tp: int | None = None,
     vllm_share: float | None = None,
+    weight_bytes: float | None = None,
 ) -> MemoryNeed:
     """Free memory per GPU to train a policy of ``n_params`` parameters (a rough estimate, stated).
 
-    Training: LoRA holds the frozen bf16 weights (2 bytes/parameter), full fine-tuning with Adam
-    16 bytes/parameter; sharded over ``shards`` GPUs (FSDP). Rollouts: with ``vllm_share`` (verl)
+    ``weight_bytes``: its bf16 weights (accelerate's measure, :func:`model_size_from_config`; by
+    default 2 bytes/parameter). Training: LoRA holds the frozen bf16 weights, full fine-tuning with
+    Adam 16 bytes/parameter; sharded over ``shards`` GPUs (FSDP). Rollouts: with ``vllm_share`` (verl)
     vLLM takes that share of each GPU (its weights and KV cache live inside it); with ``rollout_tp``
     a vLLM copy of the bf16 weights split over that many GPUs. Plus 20 % headroom.
 
     >>> round(gpu_memory_need(7.6e9, shards=8, vllm_share=0.6).per_device(0) / 1e9, 2)
     2.28
     """
-    per_param = BF16 if finetune == "lora" else ADAM_FULL
-    train = per_param * n_params / max(1, shards)
+    weights = BF16 * n_params if weight_bytes is None else weight_bytes
+    train = (weights if finetune == "lora" else ADAM_FULL * n_params) / max(1, shards)
     what = "LoRA: frozen bf16 weights" if finetune == "lora" else "full fine-tuning: weights, grads, Adam (16 B/param)"
     text = f"{what} {_gib(train)}" + (f" (sharded over {shards} GPUs)" if shards > 1 else "")
     if vllm_share is not None:
         fixed = HEADROOM * train
         text += f", +20 %; vLLM's gpu_memory_utilization {vllm_share:g} of each GPU"
         return MemoryNeed(fixed, float(vllm_share), text)
-    rollout = BF16 * n_params / rollout_tp if rollout_tp else 0.0
+    rollout = weights / rollout_tp if rollout_tp else 0.0
     if rollout_tp:
         text += f" + vLLM rollout weights {_gib(rollout)}" + (
             f" (tensor parallel {rollout_tp})" if rollout_tp > 1 else ""
@@ -120,26 +201,79 @@ def gpu_memory_need(
     return MemoryNeed(HEADROOM * (train + rollout), 0.0, text)
 
 
-def policy_parameters(ref: str, root: Path, probes: Probes) -> tuple[float | None, str]:
-    """The policy's parameter count and where it came from (config.json, the table, its name)."""
-    configs = [_local(ref, root) / "config.json"]
-    cached = probes.cached(ref, "config.json") if re.fullmatch(r"[\w.-]+/[\w.-]+", ref) else None
-    if cached:
-        configs.append(Path(cached))
-    for cfg in configs:
-        if cfg.is_file():
+@dataclass(frozen=True)
+class PolicySize:
+    """The policy's parameter count and bf16 weights (None when unknown) and where they came from."""
+
+    parameters: float | None
+    weight_bytes: float | None
+    source: str  # "from <config.json>, accelerate on the meta device", the table, the name, or why unknown
+
+
+def _hub_config(ref: str, p: Probes) -> tuple[Any, str]:
+    """``ref``'s ``config.json`` from the hub (None offline, unreachable or refused) and its URL."""
+    url = f"{p.hub_endpoint()}/{ref}/resolve/main/config.json"
+    if p.offline():
+        return None, url
+    headers = {"Authorization": f"Bearer {p.env['HF_TOKEN']}"} if p.env.get("HF_TOKEN") else {}
+    try:
+        status, body = p.http("GET", url, p.timeout_s, headers)
+        return (json.loads(body) if status == 200 else None), url
+    except (OSError, ValueError):
+        return None, url
+
+
+def _configs(ref: str, root: Path, p: Probes) -> list[tuple[Any, str]]:
+    """``(config, where)`` for the ``config.json`` files reachable for ``ref``: its local folder, the
+    Hugging Face cache, else (a hub id, online) the hub's."""
+    hub_id = re.fullmatch(r"[\w.-]+/[\w.-]+", ref) is not None
+    found = []
+    for path in (_local(ref, root) / "config.json", p.cached(ref, "config.json") if hub_id else None):
+        if path and Path(path).is_file():
             try:
-                n = parameters_from_config(json.loads(cfg.read_text()))
+                found.append((json.loads(Path(path).read_text()), str(path)))
             except (OSError, ValueError):
-                n = None
-            if n:
-                return n, f"from {cfg}"
+                continue
+    if hub_id and not found:
+        cfg, url = _hub_config(ref, p)
+        if cfg is not None:
+            found.append((cfg, url))
+    return found
+
+
+def policy_size(ref: str, root: Path, probes: Probes) -> PolicySize:
+    """The policy's size, measured by accelerate (:func:`model_size_from_config`) from the first
+    ``config.json`` reachable (its local folder, the Hugging Face cache, the hub); only without one
+    (offline, not cached, gated) or without the ``train`` extra, a hub id's entry in
+    :data:`KNOWN_PARAMETERS`, then the size in its name (bf16 weights at 2 bytes/parameter)."""
+    configs = _configs(ref, root, probes)
+    why = ""
+    for cfg, where in configs:
+        try:
+            size = model_size_from_config(cfg) if isinstance(cfg, dict) else None
+        except ImportError as exc:
+            why = f" ({where} not measured: {exc.name or exc} is not installed)"
+            break
+        if size:
+            n, w = float(size.parameters), float(size.weight_bytes)
+            return PolicySize(n, w, f"from {where}, accelerate on the meta device")
+        why = f" (transformers cannot build a causal LM from {where})"
     if ref in KNOWN_PARAMETERS:
-        return KNOWN_PARAMETERS[ref], "from the table of known models"
+        n = KNOWN_PARAMETERS[ref]
+        return PolicySize(n, BF16 * n, "from the table of known models" + why)
     m = re.search(r"(?<![\w.])(\d+(?:\.\d+)?)[Bb](?![a-zA-Z])", ref.rsplit("/", 1)[-1].replace("-", " "))
     if m:
-        return float(m.group(1)) * 1e9, "guessed from its name"
-    return None, f"unknown (no config.json for {ref} here, not in the table)"
+        n = float(m.group(1)) * 1e9
+        return PolicySize(n, BF16 * n, "guessed from its name" + why)
+    if why:
+        return PolicySize(None, None, "unknown" + why)
+    return PolicySize(None, None, f"unknown (no config.json for {ref} here, not in the table)")
+
+
+def policy_parameters(ref: str, root: Path, probes: Probes) -> tuple[float | None, str]:
+    """The policy's parameter count and where it came from (:func:`policy_size`)."""
+    size = policy_size(ref, root, probes)
+    return size.parameters, size.source
 
 
 def _plan_gpus(params: ParamsFile, root: Path) -> list[PlannedCheck]:
@@ -162,23 +296,26 @@ def _plan_gpus(params: ParamsFile, root: Path) -> list[PlannedCheck]:
     sft_ft = sft.params.finetune if sft is not None else "lora"
 
     def probe(p: Probes) -> CheckResult:
-        n, source = policy_parameters(model, root, p)
+        size = policy_size(model, root, p)
+        n, w = size.parameters, size.weight_bytes
         needs: list[tuple[str, MemoryNeed]] = []
         if n is not None:
             if backend == "verl":
                 util = float(verl.gpu_memory_utilization or 0.6) if verl is not None else 0.6
-                needs.append(("grpo", gpu_memory_need(n, finetune=grpo_ft, shards=gpus, vllm_share=util)))
+                need = gpu_memory_need(n, finetune=grpo_ft, shards=gpus, vllm_share=util, weight_bytes=w)
+                needs.append(("grpo", need))
             else:
-                needs.append(("grpo", gpu_memory_need(n, finetune=grpo_ft, rollout_tp=1)))
+                needs.append(("grpo", gpu_memory_need(n, finetune=grpo_ft, rollout_tp=1, weight_bytes=w)))
             if hub_policy:
-                needs.append(("sft", gpu_memory_need(n, finetune=sft_ft)))
-        return _check_gpus(p, model, gpus, why, n, source, needs, backend, verl)
+                needs.append(("sft", gpu_memory_need(n, finetune=sft_ft, weight_bytes=w)))
+        return _check_gpus(p, model, gpus, why, size, needs, backend, verl)
 
     return [PlannedCheck("GPUs", stage_set, probe)]
 
 
-def _memory_estimate(policy: str, n: float | None, source: str, needs: list[tuple[str, MemoryNeed]]) -> str:
+def _memory_estimate(policy: str, size: PolicySize, needs: list[tuple[str, MemoryNeed]]) -> str:
     """The estimate the GPU check states: per stage, the free memory a GPU needs and why."""
+    n, source = size.parameters, size.source
     if n is None:
         return f"memory need unknown: the parameter count of {policy} is {source}"
     each = []
@@ -191,7 +328,7 @@ def _memory_estimate(policy: str, n: float | None, source: str, needs: list[tupl
 def _memory_shortfalls(
     found: list[GPUInfo],
     gpus: int,
-    n: float | None,
+    weight_bytes: float | None,
     needs: list[tuple[str, MemoryNeed]],
     backend: str,
     verl: VerlParams | None,
@@ -205,10 +342,10 @@ def _memory_shortfalls(
             short.append(f"GPU {g.index} has {_gib(g.free_bytes)} free of {_gib(g.total_bytes)}, needs {_gib(need)}")
     if len(short) > 2:
         short[2:] = [f"{len(short) - 2} more GPU(s) short of memory"]
-    if backend == "verl" and n is not None and verl is not None:
+    if backend == "verl" and weight_bytes is not None and verl is not None:
         util = float(verl.gpu_memory_utilization or 0.6)
         tp = int(verl.tensor_parallel or 1)
-        weights = BF16 * n / tp
+        weights = weight_bytes / tp
         g = found[0]
         if weights > util * g.total_bytes:
             short.append(
@@ -223,13 +360,12 @@ def _check_gpus(
     policy: str,
     gpus: int,
     why: str,
-    n: float | None,
-    source: str,
+    size: PolicySize,
     needs: list[tuple[str, MemoryNeed]],
     backend: str,
     verl: VerlParams | None,
 ) -> CheckResult:
-    estimate = _memory_estimate(policy, n, source, needs)
+    estimate = _memory_estimate(policy, size, needs)
     try:
         found = p.list_gpus()
     except ProbeError as exc:
@@ -248,7 +384,7 @@ def _check_gpus(
             if backend == "verl"
             else "run on a machine with a GPU",
         )
-    short = _memory_shortfalls(found, gpus, n, needs, backend, verl)
+    short = _memory_shortfalls(found, gpus, size.weight_bytes, needs, backend, verl)
     seen = f"{len(found)} visible: " + ", ".join(f"{g.index} {g.name} {_gib(g.free_bytes)} free" for g in found[:4])
     seen += " ..." if len(found) > 4 else ""
     if short:
