@@ -32,11 +32,12 @@ system-deps:
 verl-env:
 	@if [ -x scripts/make_verl_env.sh ]; then scripts/make_verl_env.sh; fi
 
-## run: install, then the whole pipeline on the embedded default (params.yaml base.profile)
+## run: install, then the whole pipeline on the embedded default (params.yaml base.profile): `dvc repro`
+## under one MLflow parent run (codethinker repro)
 run: install
 	$(VENV)/bin/codethinker check-params
 	$(VENV)/bin/dvc config core.analytics false
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc repro
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/codethinker repro
 
 ## flow: the pipeline as a Prefect flow (docs/operations.md); e.g. make flow ARGS='-S sft.epochs=2 --target sft'
 flow: install

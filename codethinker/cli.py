@@ -6,6 +6,8 @@
     codethinker eval --model models/base --bench cruxeval --bench reval [--adapter DIR] [--format vanilla]
     codethinker report [--source metrics|mlflow] [--exps auto] [--out docs/results.md]
     codethinker preflight [--profile paper] [--params params.yaml] [--show-params]  # ready for a run?
+    codethinker repro [dvc repro args]       # `dvc repro` under one MLflow parent run (make run)
+    codethinker exp run [dvc exp run args]   # `dvc exp run`, the parent named after the experiment
 
 Expected errors (a missing file, code without ``f``, an input that is not valid Python, a
 sample that cannot be traced, a truth JSON of another version or with a field of the wrong type,
@@ -14,6 +16,9 @@ a numeric option that is not a finite number in its range) print one line
 prints exactly one line of strict JSON (no ``NaN``/``Infinity``) or nothing. ``preflight`` prints
 one line per check of what the profile needs (:mod:`codethinker.preflight`) and exits with 0 when
 every check passes, 1 when one fails (2: a params file that is missing or does not resolve).
+``repro`` and ``exp run`` pass every argument after them to dvc, open the MLflow parent run, give its id
+to the stages as ``$CODETHINKER_PARENT_RUN_ID`` and exit with dvc's exit code
+(:func:`codethinker.ops.runs.repro`).
 """
 
 from __future__ import annotations
@@ -232,6 +237,12 @@ def cmd_plots(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_repro(args: argparse.Namespace) -> int:
+    from codethinker.ops.runs import repro
+
+    return repro(args.dvc_args, exp=args.command == "exp")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from codethinker.params import PROFILES
     from codethinker.rewards.crm import MAX_ALPHA
@@ -296,6 +307,20 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", default="docs/img", help="folder of the images (default: docs/img)")
     g.add_argument("--root", default=".", help="the project folder holding dvc.yaml (default: .)")
     g.set_defaults(func=cmd_plots)
+    passthrough = "every argument after it goes to dvc"
+    d = sub.add_parser(
+        "repro",
+        help="`dvc repro ARGS` under one MLflow parent run; exits with dvc's exit code",
+        description=f"`dvc repro ARGS` under one MLflow parent run ({passthrough}; `dvc repro --help` lists them).",
+    )
+    d.set_defaults(func=cmd_repro, passthrough=True)
+    x = sub.add_parser(
+        "exp",
+        help="`exp run ARGS`: `dvc exp run ARGS` under one MLflow parent run named after the experiment",
+        description=f"`dvc exp run ARGS` under one MLflow parent run ({passthrough}; `dvc exp run --help`).",
+    )
+    x.add_argument("action", choices=["run"], help="the dvc exp command (only run)")
+    x.set_defaults(func=cmd_repro, passthrough=True)
     _check_numeric_options(p)
     return p
 
@@ -312,7 +337,10 @@ def _evaluation(name: str) -> Callable[[argparse.Namespace], int]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, rest = parser.parse_known_args(argv)
+        if rest and not getattr(args, "passthrough", False):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        args.dvc_args = rest
         return int(args.func(args))
     except CodethinkerError as exc:
         print(error_line("codethinker", exc), file=sys.stderr)

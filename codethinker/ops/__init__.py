@@ -10,9 +10,10 @@ flows (``flows/``) are its callers.
   items, its declared outs/metrics/plots, its ``meta:`` marks).
 - :mod:`~codethinker.ops.dvc_api`: what goes through DVC itself (the stage graph, ``-S`` overrides,
   ``dvc exp show``).
-- :mod:`~codethinker.ops.procs`: processes that own runs (``host:pid:start`` keys, liveness, the
-  ``dvc repro`` process a stage belongs to).
+- :mod:`~codethinker.ops.procs`: processes by ``host:pid:start`` key and their liveness (the process
+  that opened a run, so that a killed one's run can be reaped).
 - :mod:`~codethinker.ops.autolog`: what a stage run records from its ``dvc.yaml`` entry.
-- :mod:`~codethinker.ops.runs`: the parent run per pipeline run and the child run per stage.
+- :mod:`~codethinker.ops.runs`: the parent run per pipeline run (opened by its launcher,
+  ``codethinker repro`` or the flow, its id passed explicitly) and the child run per stage.
 - :mod:`~codethinker.ops.stage`: the stage runner (child run + autolog + one-line errors).
 """

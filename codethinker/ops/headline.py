@@ -156,12 +156,16 @@ def parent_metrics(stage: str, numbers: dict[str, float]) -> dict[str, float]:
     return {f"{group}/{k}": v for k, v in numbers.items()}
 
 
-def run_name(commit: str | None) -> str:
-    """The parent run's name: the DVC experiment (``dvc exp run -n NAME`` sets ``DVC_EXP_NAME`` for every
-    stage), else ``dvc repro @ <commit>`` (:func:`git_commit`), else ``dvc repro``."""
-    if os.environ.get("DVC_EXP_NAME"):
-        return os.environ["DVC_EXP_NAME"]
-    return f"dvc repro @ {commit[:7]}" if commit else "dvc repro"
+def run_name(command: str, commit: str | None, exp_name: str | None = None) -> str:
+    """The parent run's name for ``codethinker repro``/``exp run``: the experiment's (``-n NAME``), else
+    ``<command> @ <commit>`` (:func:`git_commit`), else ``<command>``.
+
+    >>> run_name("dvc repro", "0123456789abcdef"), run_name("dvc exp run", None, "lr-5e-5")
+    ('dvc repro @ 0123456', 'lr-5e-5')
+    """
+    if exp_name:
+        return exp_name
+    return f"{command} @ {commit[:7]}" if commit else command
 
 
 def git_commit(root: str | os.PathLike[str] = ".") -> str | None:

@@ -1,5 +1,10 @@
-"""Processes that own runs: ``host:pid:start`` keys, one liveness check, and the ``dvc`` process
-a stage runs under (Linux ``/proc``; elsewhere a pid check without start times)."""
+"""Processes by ``host:pid:start`` key and whether they still run (Linux ``/proc``; elsewhere a pid
+check without start times).
+
+A run records the key of the process that opened it (tag ``codethinker.owner``) so that a run left
+``RUNNING`` by a killed process can be told from a live one (:func:`codethinker.ops.runs.reap`);
+the flow keys its own bookkeeping the same way. Which run is whose parent is never looked up here:
+it is passed explicitly (``$CODETHINKER_PARENT_RUN_ID``, :mod:`codethinker.ops.runs`)."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import socket
 import sys
 from pathlib import Path
 
-__all__ = ["pid_alive", "process_alive", "process_key", "repro_owner"]
+__all__ = ["pid_alive", "process_alive", "process_key"]
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -56,39 +61,3 @@ def process_alive(key: str) -> bool:
         return True
     now = process_key(pid)
     return now is not None and (start == "?" or now == key)
-
-
-def _ppid(pid: int) -> int | None:
-    fields = _stat(pid)
-    try:
-        return int(fields[1]) if fields else None
-    except (IndexError, ValueError):
-        return None
-
-
-def repro_owner() -> tuple[str, str]:
-    """(owner key, kind) of the pipeline run this process belongs to when no parent run is given.
-
-    Under ``dvc repro`` (``$DVC_STAGE`` set) the owner is the ``dvc`` process: the first ancestor
-    without ``$DVC_STAGE`` (kind ``dvc-repro``); otherwise this process itself (kind ``manual``).
-    """
-    if "DVC_STAGE" in os.environ:
-        pid = os.getppid()
-        for _ in range(16):  # the first ancestor without $DVC_STAGE is the dvc process
-            try:
-                env = Path(f"/proc/{pid}/environ").read_bytes()
-            except OSError:
-                break
-            if b"\0DVC_STAGE=" not in b"\0" + env:
-                key = process_key(pid)
-                if key:
-                    return key, "dvc-repro"
-                break
-            nxt = _ppid(pid)
-            if not nxt or nxt <= 1:
-                break
-            pid = nxt
-        key = process_key(os.getppid())
-        if key:
-            return key, "dvc-repro"
-    return process_key(os.getpid()) or f"{socket.gethostname()}:{os.getpid()}:?", "manual"

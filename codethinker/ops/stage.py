@@ -22,7 +22,8 @@
   (:func:`codethinker.data.io.require_rows`: one line naming the file, exit 2), before anything is
   written, so an empty upstream file never replaces the outputs with 0 rows.
 
-- :func:`stage_run` opens the stage's MLflow child run under the pipeline's parent run, logs the
+- :func:`stage_run` opens the stage's MLflow child run under the parent run whose id its launcher
+  passed (``$CODETHINKER_PARENT_RUN_ID``; without one, a top-level run of its own), logs the
   params, and on a normal exit logs what the stage declares in ``dvc.yaml`` exactly once: the
   numbers of its metrics files, its plots, an out manifest, small outs, a PEFT adapter out
   (:mod:`codethinker.ops.autolog`). A stage logs only what ``dvc.yaml`` cannot say (per-step

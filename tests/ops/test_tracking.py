@@ -34,28 +34,31 @@ def _by_name(runs):
     return out
 
 
-def test_stage_runs_hang_under_one_parent_with_params_metrics_artifacts(tracking_on: Path) -> None:
+def test_stage_runs_hang_under_exactly_the_given_parent_with_params_metrics_artifacts(
+    tracking_on: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tracking_on
     (root / "dvc.yaml").write_text(
         "stages:\n  a:\n    cmd: x\n    outs: [out/a.jsonl]\n    metrics: [{metrics/a.json: {cache: false}}]\n"
     )
-    with stage_run("a", {"min_lines": 5, "base": {"seed": 0}}) as run:
-        (root / "out").mkdir()
-        (root / "out/a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
-        (root / "metrics").mkdir()
-        (root / "metrics/a.json").write_text(json.dumps({"kept": 2, "dropped": {"too short": 3}, "note": "text"}))
-        run.log_metrics({"loss": 0.5}, step=1)
-        run.log_metrics({"loss": 0.25}, step=2)
-    with stage_run("b", {"k": "v"}):
-        pass
+    with pipeline_run("other pipeline"), pipeline_run("given pipeline") as given:  # two open parents: one is given
+        monkeypatch.setenv("CODETHINKER_PARENT_RUN_ID", given.run_id)
+        with stage_run("a", {"min_lines": 5, "base": {"seed": 0}}) as run:
+            (root / "out").mkdir()
+            (root / "out/a.jsonl").write_text('{"x": 1}\n{"x": 2}\n')
+            (root / "metrics").mkdir()
+            (root / "metrics/a.json").write_text(json.dumps({"kept": 2, "dropped": {"too short": 3}, "note": "text"}))
+            run.log_metrics({"loss": 0.5}, step=1)
+            run.log_metrics({"loss": 0.25}, step=2)
+        with stage_run("b", {"k": "v"}):
+            pass
     client, runs = _runs(root)
     by = _by_name(runs)
-    parent = by["manual stage run"]
-    assert len(parent) == 1 and parent[0].info.status == "FINISHED"
-    assert parent[0].data.params == {}  # this toy project has no params.yaml
-    pid = parent[0].info.run_id
+    pid = given.run_id
+    assert by["given pipeline"][0].info.status == by["other pipeline"][0].info.status == "FINISHED"
     a, b = by["a"][0], by["b"][0]
     assert a.data.tags["mlflow.parentRunId"] == pid == b.data.tags["mlflow.parentRunId"]
+    assert sum(r.data.tags.get("mlflow.parentRunId") == pid for r in runs) == 2  # nothing under the other
     assert a.info.status == b.info.status == "FINISHED"
     assert a.data.params == {"min_lines": "5", "base.seed": "0"}
     assert a.data.metrics["kept"] == 2 and a.data.metrics["dropped.too short"] == 3
@@ -82,12 +85,41 @@ def test_owned_parent_from_env_is_ended_by_its_owner(tracking_on: Path, monkeypa
     assert client.get_run(failing.run_id).info.status == "FAILED"
 
 
-def test_failed_stage_fails_child_and_its_implicit_parent(tracking_on: Path) -> None:
-    with pytest.raises(ValueError), stage_run("bad"):
-        raise ValueError("x")
+def test_a_stage_without_a_parent_id_makes_a_top_level_run_and_touches_no_other_run(
+    tracking_on: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``$CODETHINKER_PARENT_RUN_ID``: even with a pipeline run of this very process open (what a
+    lookup by process would find), the stage's run is top-level and that pipeline run is left as it was."""
+    with pipeline_run("open pipeline", params={"k": "v"}) as other:
+        client, _ = _runs(tracking_on)
+        before = client.get_run(other.run_id)
+        with stage_run("good", {"p": 1}):
+            pass
+        with pytest.raises(ValueError), stage_run("bad"):
+            raise ValueError("x")
+        monkeypatch.setenv("CODETHINKER_PARENT_RUN_ID", "0" * 32)  # not in this store: top-level too
+        with stage_run("orphan"):
+            pass
+        after = client.get_run(other.run_id)
+        assert after.info.status == "RUNNING"
+        assert (after.data.tags, after.data.params, after.data.metrics) == (
+            before.data.tags,
+            before.data.params,
+            before.data.metrics,
+        )
     by = _by_name(_runs(tracking_on)[1])
-    assert by["bad"][0].info.status == "FAILED"
-    assert by["manual stage run"][0].info.status == "FAILED"
+    assert (by["good"][0].info.status, by["bad"][0].info.status, by["orphan"][0].info.status) == (
+        "FINISHED",
+        "FAILED",
+        "FINISHED",
+    )
+    for name in ("good", "bad", "orphan"):
+        run = by[name][0]
+        assert "mlflow.parentRunId" not in run.data.tags
+        assert run.data.tags["codethinker.kind"] == "stage" and run.data.tags["codethinker.stage"] == name
+        assert "codethinker.pipeline" not in run.data.tags
+    assert by["good"][0].data.params == {"p": "1"}
+    assert sum(1 for r in _runs(tracking_on)[1] if r.data.tags.get("codethinker.pipeline") == "1") == 1
 
 
 def test_runs_of_dead_owners_are_reaped(tracking_on: Path) -> None:
@@ -120,7 +152,13 @@ def test_sigterm_ends_stage_run_killed(tracking_on: Path) -> None:
     assert proc.returncode == 128 + 15
     by = _by_name(_runs(tracking_on)[1])
     assert by["term"][0].info.status == "KILLED"
-    assert by["manual stage run"][0].info.status == "KILLED"
+    assert "mlflow.parentRunId" not in by["term"][0].data.tags and set(by) == {"term"}
+
+
+def test_ctrl_c_ends_stage_run_killed(tracking_on: Path) -> None:
+    with pytest.raises(KeyboardInterrupt), stage_run("interrupted"):
+        raise KeyboardInterrupt
+    assert _by_name(_runs(tracking_on)[1])["interrupted"][0].info.status == "KILLED"
 
 
 def test_closed_port_fails_fast_naming_the_uri(
@@ -256,34 +294,19 @@ def test_autolog_registers_an_adapter_out(tracking_on: Path) -> None:
     ]
 
 
-def test_implicit_parent_is_named_by_the_commit_and_records_the_params_in_effect(tracking_on: Path) -> None:
+def test_a_top_level_stage_run_records_the_commit(tracking_on: Path) -> None:
     root = tracking_on
-    (root / "params.yaml").write_text("base:\n  profile: default\n  seed: 3\nsft:\n  epochs: 1\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(
-        [
-            "git",
-            "-C",
-            str(root),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "x",
-        ],
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x", "--allow-empty"],
         check=True,
     )
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     with stage_run("a"):
         pass
     _, runs = _runs(root)
-    parent = _by_name(runs)[f"manual stage run @ {head[:7]}"][0]  # named by the commit
-    assert parent.data.params == {"base.profile": "default", "base.seed": "3", "sft.epochs": "1"}  # all in effect
-    assert parent.data.tags["mlflow.source.git.commit"] == head
+    (run,) = runs
+    assert run.data.tags["mlflow.runName"] == "a" and run.data.tags["mlflow.source.git.commit"] == head
 
 
 def test_autolog_registers_a_trained_full_model_with_its_model_card(tracking_on: Path) -> None:
