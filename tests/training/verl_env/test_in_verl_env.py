@@ -105,8 +105,9 @@ def test_overrides_compose_with_verls_config(tmp_path):
     assert cfg.trainer.total_training_steps == 3 and cfg.trainer.resume_mode == "auto"
     assert cfg.reward.custom_reward_function.path.endswith("codethinker/rewards/verl_reward.py")
     assert OmegaConf.to_container(cfg.reward.custom_reward_function.reward_kwargs) == {
+        "task": "output_prediction",
         "reward": "crm",
-        "crm": {"gate": False},
+        "crm": {"prm": True, "prefix": True, "gate": False, "orm": True, "ccw": True, "alpha": 1.0},
     }
     for path in (
         cfg.actor_rollout_ref.model.path,
@@ -185,7 +186,10 @@ def test_verls_reward_loop_scores_with_the_runs_reward_kind(tmp_path, tokenizer_
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     t = truths()[1]
     orm, _ = _compose(tmp_path, model=tokenizer_dir, reward="orm")
-    assert OmegaConf.to_container(orm.reward.custom_reward_function.reward_kwargs) == {"reward": "orm"}
+    assert OmegaConf.to_container(orm.reward.custom_reward_function.reward_kwargs) == {
+        "task": "output_prediction",
+        "reward": "orm",
+    }
     answers = [_vanilla_answer(t), _vanilla_answer(t, right=False), "junk"]
     assert _reward_loop_scores(orm, tok, answers, t) == [2.0, 0.0, 0.0]  # CodeReasoner: 2 iff valid and right
     crm, _ = _compose(tmp_path, model=tokenizer_dir, crm={})
