@@ -238,6 +238,9 @@ def cmd_plots(args: argparse.Namespace) -> int:
 
 
 def cmd_repro(args: argparse.Namespace) -> int:
+    from codethinker.logs import quiet_libraries
+
+    quiet_libraries()  # before MLflow is imported: its INFO lines of creating the store stay out of the log
     from codethinker.ops.runs import repro
 
     return repro(args.dvc_args, exp=args.command == "exp")

@@ -85,6 +85,14 @@ def test_one_parent_per_repro_with_a_child_per_stage(tmp_path: Path, empty_mlflo
     assert all(r.info.status == "FINISHED" for r in after)
 
 
+def test_a_repro_that_creates_the_store_prints_no_mlflow_chatter(tmp_path: Path) -> None:
+    """The parent opens before any stage: MLflow's INFO lines of creating its tables stay out of make run's log."""
+    root = make_toy(tmp_path / "toy", {"a": {}})
+    proc = _codethinker(root, "repro")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (root / "mlflow.db").is_file() and "INFO mlflow" not in proc.stderr, proc.stderr
+
+
 def test_failing_repro_fails_its_parent_and_passes_dvc_exit_code(tmp_path: Path, empty_mlflow_db: Path) -> None:
     root = make_toy(tmp_path / "toy", {"a": {"params": {"fail_once": True}}, "b": {"deps": ["a"]}})
     shutil.copy(empty_mlflow_db, root / "mlflow.db")
