@@ -27,6 +27,7 @@ from typing import Any
 
 from codethinker.data.io import atomic_write
 from codethinker.errors import CodethinkerError
+from codethinker.openai_sdk import attempts, failure
 
 __all__ = ["ChatClient", "ChatConfig", "LLMError"]
 
@@ -35,14 +36,6 @@ Messages = list[dict[str, str]]
 
 class LLMError(CodethinkerError, RuntimeError):
     """A request failed for good (after retries, or with an answer that cannot be read)."""
-
-
-def _retries_before(request: Any) -> int:
-    """How many retries the SDK made before ``request`` (the ``x-stainless-retry-count`` header it sends)."""
-    try:
-        return int(request.headers.get("x-stainless-retry-count", 0))
-    except (AttributeError, ValueError):
-        return 0
 
 
 @dataclass(frozen=True)
@@ -91,7 +84,7 @@ class ChatClient:
     def _on_request(self, request: Any) -> None:
         """Counts every attempt the SDK sends; its retries carry ``x-stainless-retry-count`` > 0."""
         self._count("requests")
-        if _retries_before(request):
+        if attempts(request) > 1:
             self._count("retries")
 
     def _client(self) -> Any:
@@ -124,17 +117,8 @@ class ChatClient:
                 seed=c.seed if c.seed is not None else openai.omit,
                 extra_body=c.extra_body or None,
             )
-        except openai.APIStatusError as exc:
-            n, status = _retries_before(exc.request) + 1, exc.status_code
-            if n == 1 and status not in (408, 409, 429) and status < 500:  # a status the SDK does not retry
-                raise LLMError(f"{url}: HTTP {status}: {exc.response.text[:300]}") from None
-            raise LLMError(f"{url}: failed after {n} attempts (HTTP {status})") from None
-        except openai.APIConnectionError as exc:  # also APITimeoutError
-            n = _retries_before(exc.request) + 1
-            why = f"{type(exc).__name__}: {exc}" + (f" ({exc.__cause__!r})" if exc.__cause__ else "")
-            raise LLMError(f"{url}: failed after {n} attempts ({why})") from None
-        except (openai.APIError, ValueError) as exc:  # a body the SDK cannot decode
-            raise LLMError(f"{url}: unreadable answer ({type(exc).__name__})") from None
+        except (openai.APIError, ValueError) as exc:
+            raise LLMError(failure(exc, url)) from None
         try:
             content = resp.choices[0].message.content
         except (AttributeError, IndexError, TypeError) as exc:  # a 200 that is not a chat completion

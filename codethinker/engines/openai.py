@@ -25,16 +25,9 @@ from typing import Any
 from codethinker.engines.base import Completion
 from codethinker.engines.hf import cut_at_stop
 from codethinker.errors import CodethinkerError
+from codethinker.openai_sdk import failure
 
 __all__ = ["OpenAIEngine", "ServerError"]
-
-
-def _retries_before(request: Any) -> int:
-    """How many retries the SDK made before ``request`` (the ``x-stainless-retry-count`` header it sends)."""
-    try:
-        return int(request.headers.get("x-stainless-retry-count", 0))
-    except (AttributeError, ValueError):
-        return 0
 
 
 class ServerError(CodethinkerError, RuntimeError):
@@ -83,17 +76,8 @@ class OpenAIEngine:
         async with sem:  # held through the SDK's retries and their backoff
             try:
                 answer = await client.completions.create(**body)
-            except openai.APIStatusError as exc:
-                n, status = _retries_before(exc.request) + 1, exc.status_code
-                if n == 1 and status not in (408, 409, 429) and status < 500:  # a status the SDK does not retry
-                    raise ServerError(f"{url}: HTTP {status}: {exc.response.text[:500]}") from None
-                raise ServerError(f"{url} failed after {n} tries: HTTP {status}: {exc.response.text[:300]}") from None
-            except openai.APIConnectionError as exc:  # also APITimeoutError
-                n = _retries_before(exc.request) + 1
-                why = f"{type(exc).__name__}: {exc}" + (f" ({exc.__cause__!r})" if exc.__cause__ else "")
-                raise ServerError(f"{url} failed after {n} tries: {why}") from None
-            except (openai.APIError, ValueError) as exc:  # a body the SDK cannot decode
-                raise ServerError(f"{url}: unreadable answer ({type(exc).__name__})") from None
+            except (openai.APIError, ValueError) as exc:
+                raise ServerError(failure(exc, url)) from None
         try:
             return [ch.to_dict() for ch in answer.choices or []]
         except (AttributeError, TypeError) as exc:  # a 200 that is not a completion

@@ -106,7 +106,7 @@ def test_retries_with_backoff_then_succeeds(server):
 
 def test_gives_up_after_the_retries_and_on_client_errors(server):
     eng = OpenAIEngine(server(fail_first=99).url, "m", max_retries=1)
-    with pytest.raises(ServerError, match="failed after 2 tries"):
+    with pytest.raises(ServerError, match="failed after 2 attempts"):
         eng.continue_prefixes(["x"], 1, stop=[], max_tokens=4)
     eng = OpenAIEngine(server(fail_first=99, status=400).url, "m", max_retries=3)
     with pytest.raises(ServerError, match="HTTP 400"):
