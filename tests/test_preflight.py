@@ -380,27 +380,20 @@ def test_parameter_count_from_config_matches_the_published_size() -> None:
     assert size.largest_layer_bytes == 2 * 152064 * 3584  # the embedding (or the equal LM head)
 
 
+TINY = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+TINY["vocab_size"] = 300
+
+
 def tiny_qwen2(**kw: Any) -> dict[str, Any]:
     """A tiny Qwen2 ``config.json`` (as transformers writes it)."""
     transformers = pytest.importorskip("transformers")
-    shape = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4)
-    return transformers.Qwen2Config(**{**shape, "num_key_value_heads": 2, "vocab_size": 300, **kw}).to_dict()
+    return transformers.Qwen2Config(**{**TINY, **kw}).to_dict()
 
 
 def test_a_mixture_of_experts_counts_every_expert() -> None:
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.Qwen2MoeConfig(
-        hidden_size=64,
-        intermediate_size=96,
-        moe_intermediate_size=32,
-        shared_expert_intermediate_size=48,
-        num_experts=4,
-        num_experts_per_tok=2,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=300,
-    )
+    experts = dict(moe_intermediate_size=32, shared_expert_intermediate_size=48, num_experts=4, num_experts_per_tok=2)
+    cfg = transformers.Qwen2MoeConfig(**TINY, **experts)
     model = transformers.AutoModelForCausalLM.from_config(cfg)
     assert parameters_from_config(cfg.to_dict()) == sum(p.numel() for p in model.parameters())
 
@@ -452,15 +445,7 @@ def test_a_config_transformers_cannot_build_says_so(tmp_path: Path) -> None:
 @pytest.mark.parametrize("tie", [True, False])
 def test_parameter_count_from_config_matches_transformers(tie: bool) -> None:
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.Qwen2Config(
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=300,
-        tie_word_embeddings=tie,
-    )
+    cfg = transformers.Qwen2Config(**TINY, tie_word_embeddings=tie)
     model = transformers.Qwen2ForCausalLM(cfg)
     assert parameters_from_config(cfg.to_dict()) == sum(p.numel() for p in model.parameters())
 
