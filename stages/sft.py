@@ -5,7 +5,9 @@ Run: ``python -m stages.sft --data data/contra_sft/sft.jsonl --out models/sft --
 (profile-dependent values resolved by ``base.profile``; ``model``: the policy trained, null: ``model.base``) and
 contra_sft's SFT rows. Writes ``<out>/merged`` (what vLLM and the grpo stage load), ``<out>/adapter`` (PEFT, with
 ``finetune: lora``), checkpoints in ``<out>/checkpoints`` (a restarted run resumes from the last one), the
-metrics and the loss curve; metrics go to MLflow as the ``sft`` child run.
+metrics and the loss curve; metrics go to MLflow as the ``sft`` child run. With ``sft.processes`` > 1 the training
+runs in that many processes under ``accelerate launch`` (:mod:`codethinker.training.sft_launch`); this process keeps
+the MLflow run and writes the metrics.
 """
 
 from __future__ import annotations

@@ -38,10 +38,12 @@ __all__ = [
     "curriculum",
     "fitting_rows",
     "load_sft_rows",
+    "load_tokenizer",
     "make_sft_trainer",
     "run_sft",
     "sft_config",
     "to_prompt_completion",
+    "train_sft",
     "training_order",
 ]
 
@@ -84,6 +86,23 @@ class SFTParams:
             "the model's logits and one cross-entropy (faster for a small vocabulary: codethinker.training.sft_logits)"
         },
     )
+    processes: int = field(
+        default=1,
+        metadata={
+            "help": "training processes (DDP under `accelerate launch`: one per GPU, gloo on CPU); a step takes "
+            "batch_size x grad_accum x processes rows (codethinker.training.sft_launch)"
+        },
+    )
+    padding_free: bool = field(
+        default=False,
+        metadata={
+            "help": "each micro-batch as one packed row with position_ids, no padding (TRL's padding_free); saves "
+            "the padded tokens' compute with a varlen kernel (flash-attention); sdpa masks the packed row instead"
+        },
+    )
+    compile: bool = field(
+        default=False, metadata={"help": "torch.compile the model (TrainingArguments' torch_compile)"}
+    )
     seed: int = field(default=0, metadata={"help": "data order and LoRA init"})
     lora: LoRAParams = field(default_factory=LoRAParams, metadata={"help": "adapter settings"})
 
@@ -96,6 +115,13 @@ class SFTParams:
             raise ValueError(f"sft.loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"sft.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.processes < 1:
+            raise ValueError(f"sft.processes must be at least 1, got {self.processes!r}")
+
+    @property
+    def step_rows(self) -> int:
+        """Rows of one micro-batch over every process (``batch_size x processes``)."""
+        return self.batch_size * self.processes
 
 
 def load_sft_rows(path: str | Path, max_samples: int | None = None) -> list[dict[str, Any]]:
@@ -170,6 +196,10 @@ def make_sft_trainer(
         from codethinker.training.sft_logits import LogitsLossSFTTrainer as Trainer
     else:
         from trl import SFTTrainer as Trainer
+    if p.processes > 1:
+        from codethinker.training.sft_launch import global_batch_order
+
+        Trainer = global_batch_order(Trainer)
 
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=resolve_precision(p.precision).torch_dtype())
     return Trainer(
@@ -232,10 +262,10 @@ def training_order(
     if p.max_steps > 0:
         batches = p.max_steps * p.grad_accum
     else:
-        batches = math.ceil(math.ceil(p.epochs * len(kept) / p.batch_size) / (1 - p.copy_warmup))
-    order = curriculum(lengths, copy_lengths, batches, p.batch_size, p.copy_warmup, p.seed)
+        batches = math.ceil(math.ceil(p.epochs * len(kept) / p.step_rows) / (1 - p.copy_warmup))
+    order = curriculum(lengths, copy_lengths, batches, p.step_rows, p.copy_warmup, p.seed)
     train_rows = [copies[i] if kind == "copy" else kept[i] for kind, i in order]
-    copy_steps = sum(kind == "copy" for kind, _ in order) // (p.batch_size * p.grad_accum)
+    copy_steps = sum(kind == "copy" for kind, _ in order) // (p.step_rows * p.grad_accum)
     return train_rows, copies, copy_steps
 
 
@@ -246,7 +276,7 @@ def sft_config(ck: Path, p: SFTParams, n_rows: int, ordered: bool) -> Any:
     return SFTConfig(
         output_dir=str(ck),
         num_train_epochs=1 if ordered else p.epochs,
-        max_steps=n_rows // (p.batch_size * p.grad_accum) if ordered else p.max_steps,
+        max_steps=n_rows // (p.step_rows * p.grad_accum) if ordered else p.max_steps,
         per_device_train_batch_size=p.batch_size,
         gradient_accumulation_steps=p.grad_accum,
         learning_rate=p.learning_rate,
@@ -259,7 +289,9 @@ def sft_config(ck: Path, p: SFTParams, n_rows: int, ordered: bool) -> Any:
         report_to="none",
         seed=p.seed,
         data_seed=p.seed,
-        max_length=p.max_length,
+        max_length=None if p.padding_free else p.max_length,  # padding-free: the rows already fit (fitting_rows)
+        padding_free=p.padding_free,
+        torch_compile=p.compile,
         completion_only_loss=True,
         gradient_checkpointing=p.gradient_checkpointing,
         train_sampling_strategy="sequential" if ordered else "group_by_length",
@@ -268,36 +300,67 @@ def sft_config(ck: Path, p: SFTParams, n_rows: int, ordered: bool) -> Any:
     )
 
 
-def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: Any = None) -> dict[str, Any]:
-    """Train, save adapter + merged model, return the stage's metrics."""
-    import torch
-    from datasets import Dataset
+def load_tokenizer(model: str | Path) -> Any:
     from transformers import AutoTokenizer
 
-    t0 = time.time()
-    out = Path(out)
     tok = AutoTokenizer.from_pretrained(str(model))
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
+    return tok
+
+
+SFT_COLUMNS = ["loss", "grad_norm", "learning_rate", "mean_token_accuracy", "num_tokens", "epoch"]
+
+
+def train_sft(
+    model: str | Path, tok: Any, train_rows: list[dict[str, Any]], ck: Path, resume: str | None, out: Path,
+    p: SFTParams, *, ordered: bool, run: Any = None, main: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """Train in this process (one of ``p.processes``; ``main``: the one that writes ``train_log.csv`` and the
+    policy) and return ``steps``, ``train_loss``, ``runtime`` (s) and the logged ``history``."""
+    from datasets import Dataset
+
+    from codethinker.training.callbacks import MetricsCallback, quiet_progress
+
+    cb = MetricsCallback(run, out / "train_log.csv" if main else None, columns=SFT_COLUMNS)
+    args = sft_config(ck, p, len(train_rows), ordered=ordered)
+    trainer = make_sft_trainer(model, tok, Dataset.from_list(train_rows), args, p, callbacks=[cb])
+    result = quiet_progress(trainer).train(resume_from_checkpoint=resume)
+    if main:
+        lora, dtype = p.finetune == "lora", resolve_precision(p.precision).save_dtype
+        save_policy(trainer.model, tok, out, lora=lora, dtype=dtype)
+    return {
+        "steps": int(trainer.state.global_step),
+        "train_loss": float(result.training_loss),
+        "runtime": float(result.metrics.get("train_runtime") or 0.0),
+        "history": cb.history,
+    }
+
+
+def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: Any = None) -> dict[str, Any]:
+    """Train (``p.processes`` > 1: under ``accelerate launch``), save adapter + merged model, return the
+    stage's metrics."""
+    import torch
+
+    t0 = time.time()
+    out = Path(out)
+    tok = load_tokenizer(model)
     rows = load_sft_rows(data)
     n_chars = _row_chars(tok, p.max_length)
     kept, lengths, too_long = fitting_rows(rows, n_chars, p)
     train_rows, copies, copy_steps = training_order(kept, lengths, n_chars, p)
     ck, resume = prepare_checkpoints(out, fingerprint(p, data, train_rows, model))  # the rows it trains on
-    from codethinker.training.callbacks import MetricsCallback, quiet_progress
+    ordered = bool(copies)
+    if p.processes > 1:
+        from codethinker.training.sft_launch import launch_sft
 
-    cb = MetricsCallback(
-        run,
-        out / "train_log.csv",
-        columns=["loss", "grad_norm", "learning_rate", "mean_token_accuracy", "num_tokens", "epoch"],
-    )
-    args = sft_config(ck, p, len(train_rows), ordered=bool(copies))
-    trainer = make_sft_trainer(model, tok, Dataset.from_list(train_rows), args, p, callbacks=[cb])
-    result = quiet_progress(trainer).train(resume_from_checkpoint=resume)
-    save_policy(trainer.model, tok, out, lora=p.finetune == "lora", dtype=resolve_precision(p.precision).save_dtype)
-    losses = [h["loss"] for h in cb.history if "loss" in h]
-    tokens = max((h.get("num_tokens", 0.0) for h in cb.history), default=0.0)  # TRL: tokens trained on, padding out
-    runtime = float(result.metrics.get("train_runtime") or 0.0)
+        trained = launch_sft(model, train_rows, ck, resume, out, p, ordered=ordered, run=run)
+    else:
+        trained = train_sft(model, tok, train_rows, ck, resume, out, p, ordered=ordered, run=run)
+    losses = [h["loss"] for h in trained["history"] if "loss" in h]
+    # TRL: tokens trained on, padding out
+    tokens = max((h.get("num_tokens", 0.0) for h in trained["history"]), default=0.0)
+    runtime = trained["runtime"]
     return {
         "rows_in_file": len(rows),
         "rows_read": len(kept) + too_long,  # until max_samples rows fitted
@@ -305,9 +368,9 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
         "dropped_too_long": too_long,
         "copy_rows": len(copies),  # copy lessons that fit max_length (copy_warmup > 0)
         "copy_steps": copy_steps,
-        "steps": int(trainer.state.global_step),
+        "steps": trained["steps"],
         "epochs": p.epochs,
-        "train_loss": float(result.training_loss),
+        "train_loss": trained["train_loss"],
         "first_loss": losses[0] if losses else None,
         "last_loss": losses[-1] if losses else None,
         "resumed_from": resume,

@@ -9,7 +9,9 @@ one ``cross_entropy`` make a step ~1.2x faster on two CPU cores
 the summed negative log-likelihood of the completion tokens (labels != -100) divided by their
 count over the whole optimizer step (``num_items_in_batch``), as TRL's. Logged as TRL logs them:
 ``mean_token_accuracy`` (top-1 on the completion tokens) and ``num_tokens`` (every
-non-padding token seen); the entropy TRL also logs is left out.
+non-padding token seen), over every process of a multi-process run; the entropy TRL also logs is left out.
+A padding-free batch (``sft.padding_free``: one packed row, the first token of each row labelled -100) needs
+nothing else: a prediction across two rows has no label.
 """
 
 from __future__ import annotations
@@ -52,8 +54,17 @@ class LogitsLossSFTTrainer(SFTTrainer):
         nll, n, hits = completion_nll(outputs.logits, labels)
         denom = n if num_items_in_batch is None else num_items_in_batch
         loss = nll / torch.as_tensor(denom, device=nll.device).clamp(min=1)
+        if "attention_mask" in inputs:
+            seen = inputs["attention_mask"].sum()
+        else:  # padding-free: one packed row, every position a token
+            seen = torch.tensor(inputs["position_ids"].size(1), device=nll.device)
+        processes = self.accelerator.num_processes
+        if processes > 1:  # num_items_in_batch counts every process's tokens and DDP averages: as Trainer's loss
+            if self.args.average_tokens_across_devices and num_items_in_batch is not None:
+                loss = loss * processes
+            n, hits, seen = (self.accelerator.gather(x.reshape(1)).sum() for x in (n, hits, seen))
         self._metrics[mode]["mean_token_accuracy"].append((hits / n).item() if n > 0 else 0.0)
         if mode == "train":
-            self._total_train_tokens += int(inputs["attention_mask"].sum())
+            self._total_train_tokens += int(seen)
         self._metrics[mode]["num_tokens"] = [self._total_train_tokens]
         return (loss, outputs) if return_outputs else loss
