@@ -1,7 +1,8 @@
 """The training and rollout paths against their baselines, on one device, same model and batch, one run.
 
     python benchmarks/bench_gpu.py [--shape 0.5b|micro] [--batch 16] [--tokens 356] [--steps 20]
-        [--rollout-prompts 16] [--rollout-tokens 128] [--skip sft,bare,compiled,rollout,vllm] [--json out.json]
+        [--rollout-prompts 16] [--rollout-tokens 128] [--hf-caches dynamic,static]
+        [--skip sft,bare,compiled,rollout,vllm] [--json out.json]
 
 Made for a lent GPU (CUDA; bf16 autocast over fp32 weights, the ``bf16-mixed`` policy), and it runs on a CPU
 too (fp32), where it is a smoke run. The model is random-weight Qwen2 in the shape asked for with the Qwen2
@@ -15,10 +16,16 @@ rows of about ``--tokens`` tokens (random words; the same rows for every measure
 - ``bare``: a bare PyTorch loop on the same tokens (AdamW, the model's own loss), and ``compiled``: the same
   loop with ``torch.compile``;
 - ``rollout``: the HF engine (:class:`codethinker.engines.hf.HFEngine`, what GRPO uses without vLLM)
-  against one plain ``model.generate`` call on the same prompts, and vLLM where it is installed.
+  against one plain ``model.generate`` call on the same prompts, and vLLM where it is installed; and a DBS
+  round (``dbs_round``: a real DBSRun's second round, ``--rollout-prompts`` prompts, budget 4, limit
+  ``--rollout-tokens``; :mod:`bench_hf_rounds`) as one ``generate`` call per (budget, limit) group against
+  the HF engine's batched path (``continue_requests``: one padded batch) with each KV cache of
+  ``--hf-caches`` (``compiled``: CUDA only), and the same round on vLLM (``continue_requests``).
 
-Reported: tokens/s of each, the ratio to the compiled (else bare) loop and to plain ``generate``, and peak
-memory (CUDA: ``max_memory_allocated``; CPU: the process's peak RSS). Not a test: compare the ratios.
+Reported: tokens/s of each, the ratio to the compiled (else bare) loop and to plain ``generate``, of the
+batched round to the per-group one and of vLLM's round to the HF engine's best (``vllm_vs_hf_round``: the
+per-token time of the HF engine's rollouts against vLLM's), and peak memory (CUDA: ``max_memory_allocated``;
+CPU: the process's peak RSS). Not a test: compare the ratios.
 """
 
 from __future__ import annotations
@@ -184,6 +191,7 @@ def bench_rollout(model_dir: Path, tok, data: list[dict], a: argparse.Namespace)
                              pad_token_id=tok.pad_token_id)  # fmt: skip
     _sync()
     out["generate_tokens_per_s"] = (gen.shape[1] - enc.input_ids.shape[1]) * len(prompts) / (time.perf_counter() - t0)
+    out["dbs_round"] = hf_round(eng, prompts, a)
     eng.close()
     try:
         from codethinker.engines.vllm import VLLMEngine
@@ -191,12 +199,37 @@ def bench_rollout(model_dir: Path, tok, data: list[dict], a: argparse.Namespace)
         return out
     if a.skip_vllm:
         return out
-    v = VLLMEngine(model_dir, max_model_len=4 * a.tokens + a.rollout_tokens)
+    from bench_hf_rounds import dbs_round
+
+    v = VLLMEngine(model_dir, max_model_len=4 * a.tokens + 2 * a.rollout_tokens)
     t0 = time.perf_counter()
     done = v.continue_prefixes(prompts, 1, stop=[], max_tokens=a.rollout_tokens, temperature=1.0, seed=0)
     out["vllm_tokens_per_s"] = sum(c.n_tokens for row in done for c in row) / (time.perf_counter() - t0)
+    reqs = dbs_round(prompts, 4, a.rollout_tokens)
+    t0 = time.perf_counter()
+    done = v.continue_requests(reqs)
+    wall = time.perf_counter() - t0
+    out["vllm_round_tokens_per_s"] = sum(c.n_tokens for r in done for row in r for c in row) / wall
     v.close()
     return out
+
+
+def hf_round(eng, prompts: list[str], a: argparse.Namespace) -> dict:
+    """A DBS round on the HF engine: per-group calls against the batched path, per KV cache of ``--hf-caches``
+    (the engines share ``eng``'s model; benchmarks/bench_hf_rounds.py)."""
+    import torch
+    from bench_hf_rounds import compare
+
+    from codethinker.engines.hf import HFEngine
+
+    caches = ["dynamic", *(c for c in a.hf_caches.split(",") if c and c != "dynamic")]
+    if not torch.cuda.is_available() and "compiled" in caches:
+        caches.remove("compiled")  # transformers compiles generate on accelerators only
+    engines = {c: HFEngine(eng.model, eng.tokenizer, batch_size=a.rollout_prompts * 4, cache=c) for c in caches}
+    res = compare(engines, prompts, 4, a.rollout_tokens, repeats=1)
+    for name, runs in res["runs"].items():
+        res[f"{name}_tokens_per_s"] = runs[0]["tokens_per_s"]
+    return res
 
 
 def main() -> None:
@@ -210,6 +243,8 @@ def main() -> None:
     ap.add_argument("--loss", choices=["logits", "fused"], default="logits")
     ap.add_argument("--rollout-prompts", type=int, default=16)
     ap.add_argument("--rollout-tokens", type=int, default=128)
+    ap.add_argument("--hf-caches", default="dynamic,static", help="the DBS round's batched HF paths: dynamic, "
+                    "static, compiled (CUDA)")  # fmt: skip
     ap.add_argument("--skip", default="", help="comma-separated: sft, bare, compiled, rollout, vllm")
     ap.add_argument("--json", type=Path, help="write the figures here too")
     a = ap.parse_args()
@@ -245,6 +280,11 @@ def main() -> None:
     if "rollout" in res:
         r = res["rollout"]
         res["hf_engine_vs_generate"] = r["hf_engine_tokens_per_s"] / r["generate_tokens_per_s"]
+        rnd = r["dbs_round"]
+        best = max(v for k, v in rnd.items() if k.startswith("batched_") and k.endswith("_tokens_per_s"))
+        res["hf_round_batched_vs_per_group"] = rnd["speedup_vs_per_group"]
+        if "vllm_round_tokens_per_s" in r:
+            res["vllm_vs_hf_round"] = r["vllm_round_tokens_per_s"] / best
     print(json.dumps(res, indent=1))
     if a.json:
         a.json.write_text(json.dumps(res, indent=1))

@@ -12,7 +12,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["Completion", "Engine", "PrefixRequest", "Program", "one_call", "run_programs"]
+__all__ = ["Completion", "Engine", "PrefixRequest", "Program", "continue_requests", "one_call", "run_programs"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,8 @@ class Completion:
 @dataclass(frozen=True)
 class PrefixRequest:
     """The arguments of one :meth:`Engine.continue_prefixes` call, for an engine that runs several calls as
-    one batch (``continue_requests``, optional: vLLM's engine has it; DBS uses it for a round's calls)."""
+    one batch (``continue_requests``, optional: vLLM's and transformers' engines have it; DBS uses it for a
+    round's calls through :func:`continue_requests`)."""
 
     prefixes: list[str]
     n: int
@@ -72,23 +73,30 @@ def run_programs(engine: Any, programs: list[Program]) -> list[Any]:
     interleave = getattr(engine, "interleave", None)
     if interleave is not None:
         return interleave(programs)
-    batch = getattr(engine, "continue_requests", None)
     out = []
     for prog in programs:
         value: Any = None
         try:
             while True:
-                reqs = prog.send(value)
-                value = batch(reqs) if batch is not None else [_one(engine, r) for r in reqs]
+                value = continue_requests(engine, prog.send(value))
         except StopIteration as done:
             out.append(done.value)
     return out
 
 
-def _one(engine: Any, r: Any) -> list[list[Completion]]:
-    return engine.continue_prefixes(
-        r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed
-    )
+def continue_requests(engine: Any, requests: list[Any]) -> list[list[list[Completion]]]:
+    """Several ``continue_prefixes`` calls (objects with :class:`PrefixRequest`'s attributes): one batch on an
+    engine with ``continue_requests`` (vLLM's, transformers'), else one ``continue_prefixes`` call each (the
+    OpenAI engine, scripted test engines). Results per request, in order."""
+    batch = getattr(engine, "continue_requests", None)
+    if batch is not None:
+        return batch(list(requests))
+    return [
+        engine.continue_prefixes(
+            r.prefixes, r.n, stop=r.stop, max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed
+        )
+        for r in requests
+    ]
 
 
 def one_call(request: Any) -> Program:

@@ -6,8 +6,9 @@ rollouts (:mod:`codethinker.training.grpo_local`) and the train-time evaluation
 
 - ``vllm``: :class:`~codethinker.engines.vllm.VLLMEngine` (CPU or CUDA build); an ``adapter`` goes
   through ``LoRARequest`` (``set_lora``), and ``enable_lora`` defaults to having one;
-- ``hf``: :class:`~codethinker.engines.hf.HFEngine` (transformers' generate); an ``adapter`` is
-  merged into the model with PEFT; vLLM's own options are dropped;
+- ``hf``: :class:`~codethinker.engines.hf.HFEngine` (transformers' generate; ``batch_size``, ``cache``:
+  dynamic, static or compiled); an ``adapter`` is merged into the model with PEFT; vLLM's own options are
+  dropped;
 - ``openai``: :class:`~codethinker.engines.openai.OpenAIEngine` on ``base_url`` (an option), the
   model served under the name ``model``;
 - ``auto``: vLLM where it is installed, else transformers (:func:`resolve_backend`).
@@ -47,7 +48,7 @@ VLLM_ONLY = frozenset(
         "in_process",
     }
 )  # engine options that mean nothing to transformers' generate
-HF_ONLY = frozenset({"batch_size", "device"})  # ... and options vLLM's engine does not take
+HF_ONLY = frozenset({"batch_size", "device", "cache"})  # ... and options vLLM's engine does not take
 
 
 def resolve_backend(backend: str) -> str:

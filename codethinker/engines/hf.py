@@ -2,10 +2,32 @@
 
 The fallback where vLLM does not run, and the engine that samples straight from a live training
 model (``HFEngine(model_obj, tokenizer)``: each call uses the weights as they are now). Stop
-strings are matched on the decoded text: generation stops once every sequence of the batch has
-one (``StoppingCriteria``), then each completion ends with the token that completes its first stop
-string: the stop string is kept, as the contract says, and so is the rest of that token (``]\n`` for
-the stop ``]``), so that a continuation of the text is encoded as it was sampled.
+strings are matched on the decoded text: a sequence ends once its text has one (``StoppingCriteria``),
+then each completion ends with the token that completes its first stop string: the stop string is kept,
+as the contract says, and so is the rest of that token (``]\n`` for the stop ``]``), so that a continuation
+of the text is encoded as it was sampled.
+
+Batches: :meth:`HFEngine.continue_requests` runs several calls (a DBS round's groups, each with its own
+``n``, token limit and stop strings) as one left-padded ``generate`` batch, in chunks of at most
+``batch_size`` sequences; ``continue_prefixes`` is one such request. ``cache``: ``dynamic`` (transformers'
+default), ``static`` (a cache allocated once per call for the prompt plus the largest limit) or
+``compiled`` (static, and transformers compiles the decoding step with ``torch.compile``: CUDA only; limits
+and prompt lengths are rounded up to multiples of 64 so that fewer shapes compile).
+
+What a seed reproduces (:mod:`codethinker.engines.hf_batch`): every sequence samples from its own random
+stream, seeded from its request's seed, its prefix's index and its sample's index (two-level Gumbel-max), so
+
+- the same requests on the same weights, device, dtype and ``batch_size`` give the same completions, token for
+  token; with seeds, torch's global generator is neither read nor moved (a request without a seed draws its
+  seed from it, so ``torch.manual_seed`` reproduces that too);
+- a sequence gets the same random draws alone as in any batch, in any chunk, next to any other requests: its
+  completion equals that of its own call as long as its logits do. They did, greedy and sampled, on the tiny
+  test model (``tests/engines/test_hf_batch.py``); in general a batch of another shape (more padding, another
+  chunk) can change the logits in their last bits (other kernels), and a sampled token whose two best noisy
+  scores are that close, or a greedy near tie, then differs, and the rest of that sequence with it (more
+  often in bf16 than in fp32);
+- not reproduced: another device, dtype, torch/transformers version or attention kernel; the samples of
+  ``generate``'s own sampler (this engine's before it sampled per sequence), nor vLLM's for the same seed.
 
 >>> eng = HFEngine("models/base")  # doctest: +SKIP
 >>> eng.continue_prefixes([eng.apply_chat_template([{"role": "user", "content": "hi"}])], 2,
@@ -19,9 +41,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from codethinker.engines.base import Completion
+from codethinker.engines.base import Completion, PrefixRequest
 
-__all__ = ["HFEngine", "cut_at_stop"]
+__all__ = ["CACHES", "HFEngine", "cut_at_stop"]
+
+CACHES = ("dynamic", "static", "compiled")  # HFEngine(cache=...): generate's KV cache
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, str | None]:
@@ -42,11 +66,20 @@ class HFEngine:
     """Generate with a transformers causal LM (a path/id, or a loaded model + tokenizer)."""
 
     def __init__(
-        self, model: Any, tokenizer: Any = None, *, device: str | None = None, dtype: str = "auto", batch_size: int = 16
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        device: str | None = None,
+        dtype: str = "auto",
+        batch_size: int = 16,
+        cache: str = "dynamic",
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        if cache not in CACHES:
+            raise ValueError(f"the HF engine's cache must be one of {', '.join(CACHES)}, got {cache!r}")
         if isinstance(model, str | Path):
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
             kwargs: dict[str, Any] = {} if dtype == "auto" else {"dtype": getattr(torch, dtype)}
@@ -58,8 +91,15 @@ class HFEngine:
             tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
         if tokenizer is None:
             raise ValueError("HFEngine needs a tokenizer with a loaded model")
-        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.model, self.tokenizer, self.batch_size, self.cache = model, tokenizer, batch_size, cache
+        if cache == "compiled" and model.device.type != "cuda":
+            raise ValueError(
+                f"cache compiled (a static cache and transformers' torch.compile of the decoding step) needs a CUDA "
+                f"device: transformers compiles generate on accelerators only, and the model is on {model.device}; "
+                "use cache static or dynamic"
+            )
         self._eos = self._eos_ids()
+        self._texts: list[str] | None = None
 
     def _eos_ids(self) -> list[int]:
         ids: set[int] = set()
@@ -74,6 +114,15 @@ class HFEngine:
             elif isinstance(src, list):
                 ids.update(i for i in src if isinstance(i, int))
         return sorted(ids)
+
+    def _token_texts(self) -> list[str]:
+        """Each token's text alone (once per engine, about a second for Qwen2's 151,646): the stop criterion
+        decodes a row only after a token that can end one of its stop strings."""
+        if self._texts is None:
+            self._texts = self.tokenizer.batch_decode(
+                [[i] for i in range(len(self.tokenizer))], skip_special_tokens=True
+            )
+        return self._texts
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -99,67 +148,88 @@ class HFEngine:
         temperature: float = 1.0,
         seed: int | None = None,
     ) -> list[list[Completion]]:
+        return self.continue_requests([PrefixRequest(list(prefixes), n, list(stop), max_tokens, temperature, seed)])[0]
+
+    def continue_requests(self, requests: list[Any]) -> list[list[list[Completion]]]:
+        """Several :meth:`continue_prefixes` calls (objects with its arguments as attributes) as one padded
+        ``generate`` batch (chunks of at most ``batch_size`` sequences; one per temperature): every sequence
+        runs to the batch's largest token limit at most and is cut to its own limit and its own stop strings,
+        and samples from its own seed (:mod:`codethinker.engines.hf_batch`), so each request gets what it
+        gets alone, up to float rounding of a batch of another shape. Results per request, in order."""
+        from codethinker.engines.hf_batch import chunks, plan_rows
+
+        rows = plan_rows(requests)
+        got: dict[tuple[int, int, int], Completion] = {}
+        for chunk in chunks(rows, self.batch_size):
+            got.update(zip(((r.req, r.prefix, r.sample) for r in chunk), self._generate(chunk), strict=True))
+        out = []
+        for r_i, r in enumerate(requests):
+            greedy = r.temperature <= 0
+            out.append([[got[(r_i, p_i, 0 if greedy else k)] for k in range(r.n)] for p_i in range(len(r.prefixes))])
+        return out
+
+    def _generate(self, rows: list[Any]) -> list[Completion]:
+        """One ``generate`` call for ``rows`` (one temperature): a completion per row."""
         import torch
-        from transformers import StoppingCriteria, StoppingCriteriaList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        from codethinker.engines.hf_batch import STATIC_BUCKET, RowStops, SeededSampler, bucket
 
         tok, model = self.tokenizer, self.model
-        greedy = temperature <= 0
-        if seed is not None:
-            torch.manual_seed(seed)
-        # greedy decoding gives one answer: draw it once and repeat
-        per_prompt = 1 if greedy else n
-        prompt_len = 0
-
-        class _Stops(StoppingCriteria):
-            def __call__(self, input_ids: Any, scores: Any, **_: Any) -> Any:
-                gen = input_ids[:, prompt_len:]
-                texts = tok.batch_decode(
-                    gen[:, -max(8, 4 * max((len(s) for s in stop), default=1)) :], skip_special_tokens=True
-                )
-                return torch.tensor([any(s in t for s in stop) for t in texts], device=input_ids.device)
-
-        out: list[list[Completion]] = []
+        temperature = rows[0].temperature
+        steps = max(r.max_tokens for r in rows)
+        compiled = self.cache == "compiled"  # fewer shapes: limits and prompt lengths rounded up
         pad = tok.pad_token_id if tok.pad_token_id is not None else self._eos[0]
         old_side, tok.padding_side = tok.padding_side, "left"
         was_training = model.training
         model.eval()
         try:
-            for b in range(0, len(prefixes), max(1, self.batch_size // per_prompt)):
-                chunk = prefixes[b : b + max(1, self.batch_size // per_prompt)]
-                enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
-                enc = {k: v.to(model.device) for k, v in enc.items()}
-                prompt_len = enc["input_ids"].shape[1]
-                gen_kw = self._generate_kwargs(per_prompt, max_tokens, temperature, pad)
-                if stop:
-                    gen_kw["stopping_criteria"] = StoppingCriteriaList([_Stops()])
-                with torch.no_grad():
-                    seqs = model.generate(**enc, **gen_kw)
-                gen = seqs[:, prompt_len:].tolist()
-                for i in range(len(chunk)):
-                    row = [self._completion(gen[i * per_prompt + j], stop, max_tokens) for j in range(per_prompt)]
-                    out.append(row * n if greedy else row)
+            enc = tok(
+                [r.text for r in rows],
+                return_tensors="pt",
+                padding=True,
+                add_special_tokens=False,
+                pad_to_multiple_of=STATIC_BUCKET if compiled else None,
+            )
+            enc = {k: v.to(model.device) for k, v in enc.items()}
+            prompt_len = enc["input_ids"].shape[1]
+            max_new = bucket(steps) if compiled else steps
+            gen_kw = self._generate_kwargs(max_new, pad)
+            texts = self._token_texts() if any(r.stop for r in rows) else None
+            gen_kw["stopping_criteria"] = StoppingCriteriaList([RowStops(tok, rows, prompt_len, self._eos, texts)])
+            if temperature > 0:  # each row from its own seed; generate picks the one token left (greedy)
+                seeds = [r.seed for r in rows]
+                sampler = SeededSampler(seeds, temperature, prompt_len)
+                gen_kw["logits_processor"] = LogitsProcessorList([sampler])
+            with torch.no_grad():
+                seqs = model.generate(**enc, **gen_kw)
+            gen = seqs[:, prompt_len:].tolist()
         finally:
             tok.padding_side = old_side
             if was_training:
                 model.train()
-        return out
+        return [self._completion(ids, list(r.stop), r.max_tokens) for ids, r in zip(gen, rows, strict=True)]
 
-    def _generate_kwargs(self, per_prompt: int, max_tokens: int, temperature: float, pad: int) -> dict[str, Any]:
-        """``generate``'s arguments: greedy at temperature 0, else plain sampling (no top-k/top-p)."""
-        sampling = (
-            {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-            if temperature <= 0
-            else {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
-        )
-        return {
-            "max_new_tokens": max_tokens,
-            "num_return_sequences": per_prompt,
+    def _generate_kwargs(self, max_new: int, pad: int) -> dict[str, Any]:
+        """``generate``'s arguments: greedy decoding (a sampled row's token is the one its
+        :class:`~codethinker.engines.hf_batch.SeededSampler` left), the engine's KV cache."""
+        kw: dict[str, Any] = {
+            "max_new_tokens": max_new,
+            "num_return_sequences": 1,
             "eos_token_id": self._eos,
             "pad_token_id": pad,
-            **sampling,
+            "do_sample": False,
+            "temperature": None,
+            "top_p": None,
+            "top_k": None,
         }
+        if self.cache != "dynamic":  # static: a preallocated cache; compiled: transformers' own torch.compile
+            kw["cache_implementation"] = "static"
+            kw["disable_compile"] = self.cache == "static"
+        return kw
 
     def _completion(self, ids: list[int], stop: list[str], max_tokens: int) -> Completion:
+        ids = ids[:max_tokens]  # a row of a batch with a larger limit: pad tokens after its own limit
         eos_at = next((k for k, t in enumerate(ids) if t in self._eos), None)
         if eos_at is not None:
             ids = ids[: eos_at + 1]

@@ -15,7 +15,8 @@ score lowest).
 5. Repeat until ``B`` final trajectories exist. Invariant: ``finals + sum(live budgets) == B``.
 
 All prompts of a batch advance in lockstep, so each round is a few batched engine calls, or one on an engine
-that batches several calls (``continue_requests``: vLLM's; each prefix keeps its own budget and token limit).
+that batches several calls (``continue_requests``: vLLM's and transformers'; each prefix keeps its own budget
+and token limit).
 Tokens generated and tokens dropped (on segments that are no prefix of any final trajectory) are
 counted: DBS's extra cost is part of the result.
 
@@ -140,7 +141,8 @@ class DBSRun:
         return not any(self.live)
 
     def requests(self) -> list[Request]:
-        """This round's engine calls, grouped by (n, max_tokens): the engine contract takes one of each."""
+        """This round's engine calls, grouped by (n, max_tokens): ``continue_prefixes`` takes one of each; an engine
+        with ``continue_requests`` runs them all as one batch (:func:`codethinker.engines.base.continue_requests`)."""
         cfg, last = self.cfg, self.round >= self.cfg.max_rounds
         stop = list(cfg.final_stop) if last else [*cfg.block_stop, *cfg.final_stop]
         groups: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codethinker.config.loader import from_mapping
+from codethinker.engines.hf import CACHES as HF_CACHES
 from codethinker.training.common import FINETUNE, PRECISIONS, LoRAParams
 from codethinker.training.rollout import RolloutParams
 
@@ -124,6 +125,20 @@ class GRPOParams:
     save_total_limit: int = field(default=2, metadata={"help": "checkpoints kept"})
     seed: int = field(default=0, metadata={"help": "data order, sampling seeds, LoRA init"})
     rollout_engine: str = field(default="auto", metadata={"help": "vllm | hf | auto (vLLM when installed)"})
+    hf_cache: str = field(
+        default="dynamic",
+        metadata={
+            "help": "rollout_engine hf: generate's KV cache. dynamic (transformers' default) | static (allocated "
+            "once per call) | compiled (static, and transformers compiles the decoding step; CUDA only)"
+        },
+    )
+    hf_batch_size: int = field(
+        default=16,
+        metadata={
+            "help": "rollout_engine hf: the most sequences one generate call runs (a DBS round's continuations, or "
+            "the regular samples, are one call up to this; more are split into calls of this size)"
+        },
+    )
     vllm_gpu_memory_utilization: float | None = field(
         default=None,
         metadata={"help": "vLLM's share of GPU memory (None: 0.85); on CPU only when vllm_kv_cache_gib is null"},
@@ -203,6 +218,10 @@ class GRPOParams:
             raise ValueError(f"grpo.finetune must be one of {', '.join(FINETUNE)}, got {self.finetune!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"grpo.precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.hf_cache not in HF_CACHES:
+            raise ValueError(f"grpo.hf_cache must be one of {', '.join(HF_CACHES)}, got {self.hf_cache!r}")
+        if self.hf_batch_size < 1:
+            raise ValueError(f"grpo.hf_batch_size must be >= 1, got {self.hf_batch_size}")
         if self.max_model_len != "auto" and not (isinstance(self.max_model_len, int) and self.max_model_len > 0):
             raise ValueError(f"grpo.max_model_len must be auto or a number of tokens, got {self.max_model_len!r}")
         try:

@@ -164,6 +164,10 @@ def rollout_engine(p: GRPOParams, model: str | Path) -> tuple[str, Any]:
 
     kind = engines.resolve_backend(p.rollout_engine)
     if kind == "hf":
+        import torch
+
+        if p.hf_cache == "compiled" and not torch.cuda.is_available():
+            raise ValueError("grpo.hf_cache compiled needs a CUDA device (transformers compiles generate there only)")
         return kind, None
     if kind != "vllm":
         raise ValueError(f"grpo.rollout_engine must be vllm, hf or auto, got {p.rollout_engine!r}")
@@ -232,6 +236,7 @@ def make_grpo_trainer(
         push=p.finetune,
         pool=[row["prompt"] for row in rows],
         group_reward=group_rewards(funcs[0]),
+        hf_options={"batch_size": p.hf_batch_size, "cache": p.hf_cache},
     )
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=resolve_precision(p.precision).torch_dtype())
     ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])

@@ -10,7 +10,9 @@ Policy sync (github.com/volcengine/verl/issues/7495: a rollout engine that kept 
   pushed to the engine: its LoRA adapter under a new adapter id (``push="lora"``,
   :meth:`VLLMEngine.set_lora`), or all its weights, loaded in place (``push="full"``, GRPO with
   ``finetune: full``, :meth:`VLLMEngine.set_weights`);
-- ``hf``: the engine wraps the live training model, so it always samples from the current one.
+- ``hf``: the engine wraps the live training model, so it always samples from the current one; it runs a
+  step's regular samples as one ``generate`` batch and each DBS round as one (``HFEngine.continue_requests``),
+  in calls of at most ``grpo.hf_batch_size`` sequences, with ``grpo.hf_cache``'s KV cache.
 
 >>> rollout = Rollout(engine, tok, truths, RolloutParams(), adapter_root=Path("tmp"))  # doctest: +SKIP
 >>> GRPOTrainer(..., rollout_func=rollout)  # doctest: +SKIP
@@ -159,6 +161,7 @@ class Rollout:
         push: str = "lora",
         pool: list[Any] | None = None,
         group_reward: Callable[[list[str], list[str]], list[float]] | None = None,
+        hf_options: dict[str, Any] | None = None,
     ):
         if push not in ("lora", "full"):
             raise ValueError(f"push must be lora or full, got {push!r}")
@@ -170,6 +173,7 @@ class Rollout:
         self._cursor = 0
         self.kind, self.engine, self.tok, self.truths, self.p = kind, engine, tokenizer, truths, p
         self.push = push
+        self.hf_options = dict(hf_options or {})  # kind hf: HFEngine's settings (batch_size, cache)
         self.adapter_root = Path(adapter_root) if adapter_root else None
         self.seed, self.calls = seed, 0
         if scorer is None:
@@ -199,7 +203,7 @@ class Rollout:
             if self.engine is None or self.engine.model is not model:
                 from codethinker.engines.hf import HFEngine
 
-                self.engine = HFEngine(model, self.tok)
+                self.engine = HFEngine(model, self.tok, **self.hf_options)
             return
         if step == self.synced_step:
             return

@@ -27,13 +27,15 @@ def test_vllm_gets_its_options_the_adapter_and_the_named_params(fakes):
     eng = engines.open_engine("m", "vllm", "ad", kv_params="evaluate.engine", max_num_seqs=None, kv_cache_gib=None)
     assert eng.lora == "ad"
     assert eng.opts == {"kv_params": KVParamNames.under("evaluate.engine"), "kv_cache_gib": None, "enable_lora": True}
-    eng = engines.open_engine("m", "vllm", seed=3, batch_size=64, enable_lora=True)  # GRPO: LoRA pushed later
-    assert eng.lora is None and eng.opts == {"seed": 3, "enable_lora": True}  # batch_size is transformers'
+    eng = engines.open_engine("m", "vllm", seed=3, batch_size=64, cache="static", enable_lora=True)  # LoRA later
+    assert eng.lora is None and eng.opts == {"seed": 3, "enable_lora": True}  # batch_size, cache: transformers'
 
 
 def test_hf_drops_vllms_options(fakes):
-    eng = engines.open_engine("m", "hf", max_model_len=512, kv_cache_gib="auto", seed=0, kv_params="x", batch_size=8)
-    assert eng.model == "m" and eng.opts == {"batch_size": 8}
+    eng = engines.open_engine(
+        "m", "hf", max_model_len=512, kv_cache_gib="auto", seed=0, kv_params="x", batch_size=8, cache="static"
+    )
+    assert eng.model == "m" and eng.opts == {"batch_size": 8, "cache": "static"}
 
 
 def test_backends_are_checked():

@@ -1,6 +1,7 @@
 """benchmarks/bench_gpu.py, the device benchmark, runs end to end on this CPU (a smoke run: the figures it
 prints on a CPU are no claim): every measurement asked for is there, each a positive rate, and the ratios
-(``torch.compile`` and vLLM's start are skipped here: minutes on two cores)."""
+(``torch.compile`` and vLLM's start are skipped here: minutes on two cores); the DBS round runs per group and
+batched."""
 
 from __future__ import annotations
 
@@ -30,3 +31,10 @@ def test_the_device_benchmark_runs_on_a_cpu(tmp_path: Path, tokenizer_dir: Path)
         assert got[part]["tokens_per_s"] > 0 and got[part]["peak_gib"] > 0, part
     assert 0 <= got["bare"]["padding_share"] < 1 and got["sft_vs_loop"] > 0
     assert got["rollout"]["hf_engine_tokens_per_s"] > 0 and got["hf_engine_vs_generate"] > 0
+    rnd = got["rollout"]["dbs_round"]  # a DBS round: per-group calls vs one batched generate, per KV cache
+    assert set(got["hf_round_batched_vs_per_group"]) == {"batched_dynamic", "batched_static"}
+    assert rnd["groups"] > 1 and all(rnd["same_completions"].values())
+    for name in ("per_group", "batched_dynamic", "batched_static"):
+        assert rnd[f"{name}_tokens_per_s"] > 0, name
+    assert rnd["runs"]["per_group"][0]["generate_calls"] == rnd["groups"]
+    assert rnd["runs"]["batched_dynamic"][0]["generate_calls"] == 1

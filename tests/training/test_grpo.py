@@ -265,10 +265,21 @@ def _lengthy(completions, **_):
 
 @pytest.mark.slow
 def test_hf_rollouts_use_the_live_policy(tiny_model, grpo_parquet, tmp_path):
+    """... with the engine settings of grpo.hf_cache and grpo.hf_batch_size (a static cache on this CPU)."""
     rows, _ = load_grpo_rows(grpo_parquet)
-    trainer, rollout = make_grpo_trainer(tiny_model, rows, tmp_path / "ck", _tiny_params(), reward_funcs=[_lengthy])
+    p = _tiny_params(hf_cache="static", hf_batch_size=3)
+    trainer, rollout = make_grpo_trainer(tiny_model, rows, tmp_path / "ck", p, reward_funcs=[_lengthy])
     trainer.train()
     assert rollout.engine.model is trainer.accelerator.unwrap_model(trainer.model)
+    assert (rollout.engine.cache, rollout.engine.batch_size) == ("static", 3)
+
+
+def test_the_hf_engine_settings_are_checked():
+    assert (grpo_params({}).hf_cache, grpo_params({}).hf_batch_size) == ("dynamic", 16)
+    with pytest.raises(ValueError, match=r"grpo\.hf_cache must be one of dynamic, static, compiled, got 'paged'"):
+        grpo_params({"hf_cache": "paged"})
+    with pytest.raises(ValueError, match=r"grpo\.hf_batch_size must be >= 1"):
+        grpo_params({"hf_batch_size": 0})
 
 
 @pytest.mark.vllm
