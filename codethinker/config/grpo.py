@@ -75,7 +75,10 @@ class GRPOConfig(Section):
         drop = {"lora"} if p.finetune != "lora" else set()
         drop |= {"verl"} if p.backend != "verl" else set()
         drop |= {k for k in ("whitebox", "reflexicoder") if p.reward != k}
-        return drop | (set(TASK_SETTINGS) - set(p.task_obj.settings))  # the settings the task reads
+        from codethinker.tasks import TASKS, get_task
+
+        every = {key for name in TASKS for key in get_task(name).settings}
+        return drop | (every - set(p.task_obj.settings))  # the reward settings of the other tasks
 
 
 def _derive(section: str, raw: dict[str, Any], params: ParamsFile) -> dict[str, Any]:
@@ -117,8 +120,6 @@ class GRPOCodegenConfig(GRPOConfig):
         merged = _merged({**grpo, "reward": "codegen_outcome"}, raw)  # a null: grpo's
         return _derive(cls.SECTION, {**merged, "task": "codegen"}, params)
 
-
-TASK_SETTINGS = ("crm", "whitebox", "reflexicoder", "judge", "reward_model")  # GRPOParams' reward settings
 
 # grpo's keys that mean nothing for code generation (its reward is its own; sources: of the reasoning prompts)
 REASONING_ONLY = ("task", "reward", "crm", "whitebox", "reward_model", "sources")

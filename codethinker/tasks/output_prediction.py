@@ -88,7 +88,8 @@ class OutputPrediction:
     def score(self, spec: RewardSpec, texts: Sequence[str], truths: Sequence[str]) -> list[Judged]:
         if len(texts) != len(truths):
             raise ValueError(f"{len(texts)} answers but {len(truths)} truths")
-        return [Judged(spec.score(t, Flow.from_json(truth))) for t, truth in zip(texts, truths, strict=True)]
+        flows = {truth: Flow.from_json(truth) for truth in set(truths)}  # a prompt's samples share its truth
+        return [Judged(spec.score(t, flows[truth])) for t, truth in zip(texts, truths, strict=True)]
 
     def prefix_scorer(self, spec: RewardSpec) -> None:
         return None  # the rollout's ConTra PRM on the truth's Flow
