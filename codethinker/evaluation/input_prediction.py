@@ -5,11 +5,19 @@ The prompt is CRUXEval's input-prediction assertion, ``assert f(??) == <output>`
 (:data:`codethinker.contra.render.VANILLA`). The answer is the call in the last ``[ANSWER]`` group
 (``assert f(<input>) == ...``; a bare ``f(<input>)`` or the argument text alone is read too).
 
-Judging is CRUXEval's own rule: the prediction is correct when ``<output> == f(<input>)`` runs
-true, here in the project's sandbox (:mod:`codethinker.sandbox`; 3 s per program as in CRUXEval's
-harness). Before anything runs, the predicted call must parse as one call of ``f`` (``ast``): text
-that would break out of the call (``1); import os; (``) is ``no_answer``, never executed. Any other
-expression as an argument runs, as in CRUXEval, inside the sandbox.
+Judging is CRUXEval's rule, ``<output> == f(<input>)``, with the two sides kept apart: ``f`` runs on the
+predicted input in the project's sandbox (:mod:`codethinker.sandbox`; 3 s per program as in CRUXEval's
+harness) and sends back its value as plain builtin data (:func:`~codethinker.contra.values.run_call`: an
+object, a subclass of a builtin or nan has none, ``error``), and ``==`` is evaluated here against the stated
+output, which never enters the sandbox; so an object whose ``__eq__`` always holds, or a subclass of the
+output's type, passes nothing. The predicted call must parse as one call of ``f`` (``ast``): text that would
+break out of the call (``1); import os; (``) is ``no_answer``, never executed. Arguments that are literals
+(788 of CRUXEval's 800 inputs) are read here (:func:`~codethinker.contra.values.parse_call_args`) and reach
+the sandbox as data, so the model's text never runs. Any other argument expression (``dict(a=1)``, a
+lambda: the other 12) runs inside the sandbox, as in CRUXEval's harness, and the verdict's detail says so:
+code that runs in ``f``'s process could also patch what reports the value, the residual risk of
+docs/sandbox.md ("To its own truth"). Plain data compares as CRUXEval's ``==`` does (``1 == 1.0``), except
+that a returned ``deque`` or ``Counter`` arrives as a list or dict.
 
 >>> predicted_args("[THOUGHT]...[/THOUGHT]\\n[ANSWER]\\nassert f('ab', 2) == 'abab'\\n[/ANSWER]", "f")
 "'ab', 2"
@@ -27,10 +35,11 @@ from typing import Any
 from codethinker.contra.render import ANSWER_CLOSE, ANSWER_OPEN, last_group
 from codethinker.evaluation.generalize import Item, Verdict, register
 
-__all__ = ["PROMPT", "CRUXEvalInput", "predicted_args"]
+__all__ = ["PROMPT", "CRUXEvalInput", "literal_call", "predicted_args"]
 
 TIMEOUT_S = 3.0  # CRUXEval's harness: 3 s per check program
 MAX_ANSWER_CHARS = 20_000
+CALL = "__cruxeval_call"  # the function the judge appends when an argument is an expression
 PROMPT = """You are given a Python function and an output. Find any input such that executing the \
 function on the input leads to the given output. There may be multiple answers; give only one. \
 Think step by step inside [THOUGHT] and [/THOUGHT], then give the full assertion with the input \
@@ -69,9 +78,20 @@ def predicted_args(text: str, entry: str = "f") -> str | None:
     return None
 
 
-def check_source(code: str, args: str, output: str) -> str:
-    """The program the sandbox runs: the function, then ``__check()`` returns ``output == f(args)``."""
-    return f"{code.rstrip()}\n\n\ndef __check():\n    return ({output}) == f({args})\n"
+def literal_call(args: str | None) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The predicted call's arguments as literal ``(args, kwargs)``, or None when one is not a literal.
+
+    >>> literal_call("'ab', n=2"), literal_call("'ab' * 2"), literal_call(None)
+    ((('ab',), {'n': 2}), None, None)
+    """
+    from codethinker.contra.values import parse_call_args
+
+    if args is None:
+        return None
+    try:
+        return parse_call_args(args, MAX_ANSWER_CHARS)
+    except ValueError:
+        return None
 
 
 @register("cruxeval-i")
@@ -106,25 +126,32 @@ class CRUXEvalInput:
         return f"{ANSWER_OPEN}\nassert f({ref['input']}) == {ref['output']}\n{ANSWER_CLOSE}"
 
     def judge(self, items: Sequence[Item], texts: Sequence[str]) -> list[Verdict]:
+        import codethinker.contra.values  # noqa: F401  (registers the sandbox's "call" runner)
+        from codethinker.contra.values import parse_literal
         from codethinker.sandbox import Job, Sandbox, SandboxConfig
 
         args = [predicted_args(t) for t in texts]
-        jobs = {
-            i: Job(check_source(it.reference["code"], a, it.reference["output"]), entry="__check")
-            for i, (it, a) in enumerate(zip(items, args, strict=True))
-            if a is not None
-        }
+        calls = [literal_call(a) for a in args]
+        jobs = {}
+        for i, (item, a, call) in enumerate(zip(items, args, calls, strict=True)):
+            code = item.reference["code"]
+            if call is not None:  # literal arguments: data
+                jobs[i] = Job(code, args=call[0], kwargs=call[1], entry="f", entry_def=True)
+            elif a is not None:  # an expression: it runs in the sandbox, f's value still comes back as data
+                jobs[i] = Job(f"{code.rstrip()}\n\n\ndef {CALL}():\n    return f({a})\n", entry=CALL, entry_def=True)
         results: dict[int, Any] = {}
         if jobs:
             with Sandbox(SandboxConfig(timeout_s=self.timeout_s, workers=self.workers)) as sb:
                 results = dict(zip(jobs, sb.map(list(jobs.values())), strict=True))
         out = []
-        for i in range(len(items)):
+        for i, item in enumerate(items):
             r = results.get(i)
             if r is None:
                 out.append(Verdict(False, "no_answer", "no single call of f in [ANSWER]"))
             elif r.status != "ok":
                 out.append(Verdict(False, r.status, f"{r.error_type}: {r.error_message}"))
             else:
-                out.append(Verdict(r.value is True, "pass" if r.value is True else "fail", f"f({args[i]})"[:300]))
+                right = r.value == parse_literal(item.reference["output"])  # plain data on both sides
+                ran = "" if calls[i] is not None else " (an argument expression, run in the sandbox)"
+                out.append(Verdict(right, "pass" if right else "fail", f"f({args[i]})"[:300] + ran))
         return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from itertools import combinations
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -26,7 +27,7 @@ from codethinker.evaluation.generalize import (
     run_benchmarks,
     summary_lines,
 )
-from codethinker.evaluation.input_prediction import CRUXEvalInput, check_source, predicted_args
+from codethinker.evaluation.input_prediction import CRUXEvalInput, literal_call, predicted_args
 
 
 class TestPassAtK:
@@ -168,8 +169,44 @@ class TestCRUXEvalInput:
         assert f"assert f(??) == {crux_items[0].reference['output']}" in text
 
 
-def test_check_source_compares_output_with_the_call():
-    assert check_source("def f(x):\n    return x\n", "3", "3").endswith("return (3) == f(3)\n")
+class TestCRUXEvalInputJudge:
+    """The expected output never enters the sandbox: ``f`` runs on literal arguments and its plain value is
+    compared outside, so an answer can only pass by giving an input whose output is the stated one."""
+
+    PASS_THROUGH = Item("t/0", [], {"code": "def f(x):\n    return x\n", "output": "[1, 2]", "input": "[1, 2]"})
+    UPPER = Item("u/0", [], {"code": "def f(s):\n    return s.upper()\n", "output": "'AB'", "input": "'ab'"})
+    EQ_TRUE = "type('E', (), {'__eq__': lambda s, o: True, '__hash__': object.__hash__})()"
+    HOSTILE: ClassVar[
+        dict[str, tuple[Item, str]]
+    ] = {  # each passed the judge that ran `(output) == f(args)` in the sandbox
+        "forged __eq__": (PASS_THROUGH, f"f({EQ_TRUE})"),
+        "subclass of the output's type": (PASS_THROUGH, "f(type('L', (list,), {'__eq__': lambda s, o: True})())"),
+        "a method of a str subclass": (UPPER, f"f(type('S', (str,), {{'upper': lambda s: {EQ_TRUE}}})('x'))"),
+    }
+
+    def judge(self, item: Item, call: str) -> Verdict:
+        text = f"[ANSWER]\nassert {call} == {item.reference['output']}\n[/ANSWER]"
+        return CRUXEvalInput(timeout_s=2.0).judge([item], [text])[0]
+
+    @pytest.mark.parametrize("name", list(HOSTILE))
+    def test_hostile_answers_do_not_pass(self, name):
+        item, call = self.HOSTILE[name]
+        assert not self.judge(item, call).passed
+
+    def test_right_and_wrong_literal_answers(self):
+        assert self.judge(self.PASS_THROUGH, "f([1, 2])").passed
+        assert self.judge(self.UPPER, "f(s='ab')").passed
+        wrong = self.judge(self.UPPER, "f('ac')")
+        assert (wrong.passed, wrong.status) == (False, "fail")
+
+    def test_an_argument_expression_runs_as_in_cruxeval_and_is_marked(self):
+        v = self.judge(self.UPPER, "f('a' + 'b')")
+        assert (v.passed, v.status) == (True, "pass") and v.detail.endswith("run in the sandbox)")
+        assert self.judge(self.UPPER, "f(''.join(['a', 'c']))").status == "fail"
+
+    def test_literal_call(self):
+        assert literal_call("[1, (2,)], k={3}") == (([1, (2,)],), {"k": {3}})
+        assert literal_call("x") is None and literal_call("print(1)") is None and literal_call(None) is None
 
 
 def test_run_benchmarks_writes_a_skipped_benchmark_with_its_reason(tmp_path):
