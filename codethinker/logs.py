@@ -117,8 +117,10 @@ def quiet_libraries() -> None:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", os.environ[LEVEL_ENV].strip().upper().replace("VERBOSE", "DEBUG"))
         return
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-    if "VLLM_CONFIGURE_LOGGING" not in os.environ:  # vLLM's handler would appear only while its engine starts,
-        os.environ["VLLM_CONFIGURE_LOGGING"] = "0"  # after the lines a start prints: ours, filtered, from the start
+    # vLLM's handler would appear only while its engine starts, after the lines a start prints: ours, filtered,
+    # from the start; also in a stage that inherits the 0 from `codethinker repro`, which quiets itself
+    # (a user's VLLM_CONFIGURE_LOGGING=1 keeps vLLM's own)
+    if os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0") == "0":
         _vllm_handler()
     # torch's C++ warnings print straight to stderr; the only one a stage meets is the NUMA policy vLLM's CPU
     # worker picks at every engine start (read when torch is imported: set before it)

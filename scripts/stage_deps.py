@@ -6,7 +6,7 @@
 A stage's code deps are ``stages/<name>.py`` and every ``codethinker/**/*.py`` (or other stage module) it imports,
 transitively, including modules named in string constants (``"codethinker.evaluation.codegen"``, a sandbox runner
 ``"codethinker.contra.tracer:trace_runner"``), which are imported by name at run time. Modules that cannot
-change a stage's outputs (:data:`NOT_DEPS`: the MLflow handle and the ops layer) are left out. Only the
+change a stage's outputs (:data:`NOT_DEPS`: the MLflow handle, the log levels and the ops layer) are left out. Only the
 ``- <path>.py`` items of a ``deps:`` list are rewritten; data deps, comments and everything else stay.
 """
 
@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# run bookkeeping (MLflow runs, DVC ownership, the stage runner) and the error base class: none of it
-# reaches a stage's outputs
-NOT_DEPS = ("codethinker/tracking.py", "codethinker/errors.py", "codethinker/ops/")
+# run bookkeeping (MLflow runs, DVC ownership, the stage runner), the error base class and the libraries' log
+# levels (what a stage prints, never what it writes): none of it reaches a stage's outputs
+NOT_DEPS = ("codethinker/tracking.py", "codethinker/errors.py", "codethinker/logs.py", "codethinker/ops/")
 PACKAGES = ("codethinker", "stages")  # a stage may share code with another stage (grpo_codegen runs grpo's train)
 _MODULE_NAME = re.compile(r"codethinker(?:\.\w+)+")
 _CODE_ITEM = re.compile(r"^(\s*)- ((?:stages|codethinker)/[\w/]+\.py)\s*(#.*)?$")

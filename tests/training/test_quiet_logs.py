@@ -185,6 +185,26 @@ def test_vllm_warnings_go_through_a_filtered_handler_from_the_start():
     assert "a real problem" in res.stderr and "Failed to load weights" not in res.stderr
 
 
+def test_a_stage_under_codethinker_repro_filters_vllm_warnings_too():
+    """`codethinker repro` quiets the libraries in its own process, so every stage inherits its
+    ``VLLM_CONFIGURE_LOGGING=0``: the stage must still install the filtered handler (it did not, and a
+    fresh clone's make run printed 236 repeated vLLM lines)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, os\n"
+        "from codethinker.logs import quiet_libraries\n"
+        "quiet_libraries()\n"
+        "log = logging.getLogger('vllm.model_executor.model_loader.layerwise')\n"
+        "log.warning('ParallelLMHead: Failed to load weights'); log.warning('a real problem')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != LEVEL_ENV} | {"VLLM_CONFIGURE_LOGGING": "0"}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert "a real problem" in res.stderr and "Failed to load weights" not in res.stderr
+
+
 @pytest.mark.vllm
 @pytest.mark.slow
 def test_a_vllm_engine_start_prints_nothing(tiny_model):
