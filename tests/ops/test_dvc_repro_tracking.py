@@ -132,7 +132,12 @@ def test_a_signal_stops_dvc_and_its_stage_and_kills_the_parent(
     shutil.copy(empty_mlflow_db, root / "mlflow.db")
     log = (tmp_path / "repro.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codethinker.cli", "repro"], cwd=root, env=toy_env(root), stdout=log, stderr=log
+        [sys.executable, "-m", "codethinker.cli", "repro"],
+        cwd=root,
+        env=toy_env(root),
+        stdout=log,
+        stderr=log,
+        preexec_fn=_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 300
@@ -153,6 +158,13 @@ def test_a_signal_stops_dvc_and_its_stage_and_kills_the_parent(
     assert parent.info.status == "KILLED"
     children = {r.data.tags["mlflow.runName"]: r.info.status for r in runs if "mlflow.parentRunId" in r.data.tags}
     assert children == {"a": "FINISHED", "slow": "KILLED"}
+
+
+def _as_from_a_terminal() -> None:
+    """Ctrl-C as a terminal delivers it: a test suite started in the background (``cmd &`` in a script, nohup)
+    runs with SIGINT ignored, which its children inherit, and a process that inherits an ignored SIGINT keeps
+    ignoring it (Python installs no KeyboardInterrupt handler), as it should."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_dvc_experiments_are_parent_runs_named_after_them_with_headline_metrics_and_params(
