@@ -307,9 +307,9 @@ def resolve_reward(p: GRPOParams) -> GRPOParams:
             spec.kind,
             spec.format,
             r.n_dbs,
-            r.group,
+            r.n_regular + r.n_dbs,
         )
-        changes.update(n_regular=r.group, n_dbs=0)
+        changes.update(n_regular=r.n_regular + r.n_dbs, n_dbs=0)
     if list(r.final_stop) == list(RolloutParams().final_stop) and list(r.final_stop) != spec.stop:
         changes["final_stop"] = spec.stop
     if list(r.block_stop) == list(RolloutParams().block_stop) and list(spec.block_stop) != list(r.block_stop):

@@ -333,6 +333,8 @@ def run_grpo_verl(
             "grpo.rollout.filter_groups (dynamic sampling) is a local-backend option; with grpo.backend: verl set it "
             "to false (the paper's setup has none)"
         )
+    if p.rollout.n_greedy:  # verl's agent loop samples every member of a group at the rollout's temperature
+        raise ValueError("grpo.rollout.n_greedy is a local-backend option; with grpo.backend: verl set it to 0")
     if p.rollout.max_completion_tokens == "auto":
         p = resolve_budget(p, model, load_grpo_rows(data, None, p)[0])
     cfg_dir = out / "verl"

@@ -83,10 +83,12 @@ class RewardFunc:
         extra, self._extra = self._extra, []
         out: dict[str, float] = {"reward_s": self._seconds}
         self._seconds = 0.0
+        greedy = [x for x in sc if x[0] == "greedy"]  # grpo.rollout.n_greedy: logged only when drawn
         for name, sel in (
             ("", sc),
             ("_regular", [x for x in sc if x[0] == "regular"]),
             ("_dbs", [x for x in sc if x[0] == "dbs"]),
+            *((("_greedy", greedy),) if greedy else ()),
         ):
             m, sd, mx = _mean_std_max([x[1].reward for x in sel])
             out.update({f"reward{name}_mean": m, f"reward{name}_std": sd, f"reward{name}_max": mx})

@@ -1,9 +1,9 @@
 """GRPO rollouts: a group of regular + DBS samples per prompt, from the *current* policy.
 
 :class:`Rollout` is TRL's ``rollout_func``. TRL hands it each prompt repeated once per
-generation (``n_regular + n_dbs`` consecutive copies; ENVIRONMENT.md); it returns one completion
-per copy: first the regular samples, then the DBS samples (:mod:`codethinker.sampling.dbs`,
-scored by a prefix PRM bound to the prompt's ground truth).
+generation (``n_greedy + n_regular + n_dbs`` consecutive copies; ENVIRONMENT.md); it returns one completion
+per copy: the greedy answer where ``n_greedy`` is 1, then the regular samples, then the DBS samples
+(:mod:`codethinker.sampling.dbs`, scored by a prefix PRM bound to the prompt's ground truth).
 
 Policy sync (github.com/volcengine/verl/issues/7495: a rollout engine that kept sampling from the initial weights):
 - ``vllm``: before the first rollout after each optimizer step the trainer's policy is saved and
@@ -44,6 +44,13 @@ class RolloutParams:
     :class:`~codethinker.sampling.dbs.DBSConfig` under the params' names (:meth:`dbs`)."""
 
     n_regular: int = field(default=4, metadata={"help": "regular samples per prompt (paper: 4)"})
+    n_greedy: int = field(
+        default=0,
+        metadata={
+            "help": "0 or 1: the policy's greedy (temperature 0) answer as one more member of each group, first, "
+            "so it gets its own advantage (paper: 0)"
+        },
+    )
     n_dbs: int = field(default=_DBS.budget, metadata={"help": "DBS samples per prompt (paper: 4); 0 turns DBS off"})
     max_completion_tokens: int | str = field(
         default=4096,
@@ -83,10 +90,14 @@ class RolloutParams:
         for name in ("oversample", "max_gen_batches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"grpo.rollout.{name} must be >= 1, got {getattr(self, name)}")
+        if self.n_greedy not in (0, 1):
+            raise ValueError(
+                f"grpo.rollout.n_greedy must be 0 or 1 (greedy answers are all the same), got {self.n_greedy}"
+            )
 
     @property
     def group(self) -> int:
-        return self.n_regular + self.n_dbs
+        return self.n_greedy + self.n_regular + self.n_dbs
 
     def dbs(self, seed: int | None = None) -> DBSConfig:
         """The DBS run of one group: ``n_dbs`` trajectories under the group's limit, stops and temperature."""
@@ -108,7 +119,7 @@ def prompt_key(messages: Any) -> str:
 
 @dataclass
 class RolloutStats:
-    regular_tokens: int = 0
+    regular_tokens: int = 0  # the greedy member's included
     dbs_tokens_generated: int = 0
     dbs_tokens_dropped: int = 0
     dbs_rounds: int = 0
@@ -240,9 +251,15 @@ class Rollout:
             finished[name] = time.perf_counter() - t0
             return result
 
+        names = []
+        if p.n_greedy:
+            req = PrefixRequest(texts, 1, list(p.final_stop), p.max_completion_tokens, 0.0, seed)
+            programs.append(timed("greedy", one_call(req)))
+            names.append("greedy")
         if p.n_regular:
             req = PrefixRequest(texts, p.n_regular, list(p.final_stop), p.max_completion_tokens, p.temperature, seed)
             programs.append(timed("regular", one_call(req)))
+            names.append("regular")
         run = None
         if p.n_dbs:
             scorers = [self.scorer_for(self.truths[prompt_key(m)]) for m in prompts]
@@ -254,7 +271,9 @@ class Rollout:
         after = counts()
         self.stats.cache_queried += after[0] - before[0]
         self.stats.cache_hits += after[1] - before[1]
-        regular: list[list[Any]] = outs[0] if p.n_regular else [[] for _ in texts]
+        got = dict(zip(names, outs, strict=False))
+        greedy: list[list[Any]] = got.get("greedy", [[] for _ in texts])
+        regular: list[list[Any]] = got.get("regular", [[] for _ in texts])
         dbs: list[list[Any]] = [[] for _ in texts]
         if run is not None:
             results = outs[-1]
@@ -265,9 +284,9 @@ class Rollout:
         self.stats.regular_s += finished.get("regular", 0.0)
         self.stats.dbs_s += finished.get("dbs", 0.0)
         self.stats.rollout_s += time.perf_counter() - t0
-        self.stats.regular_tokens += sum(c.n_tokens for row in regular for c in row)
+        self.stats.regular_tokens += sum(c.n_tokens for rows in (greedy, regular) for row in rows for c in row)
         self.stats.calls += 1
-        return texts, [r + d for r, d in zip(regular, dbs, strict=True)]
+        return texts, [g + r + d for g, r, d in zip(greedy, regular, dbs, strict=True)]
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         g = self.p.group
@@ -303,12 +322,17 @@ class Rollout:
                     ids.append(self.im_end)  # the response ended: teach the end of turn
                 prompt_ids.append(p_ids)
                 completion_ids.append(ids)
-                kinds.append("regular" if k < self.p.n_regular else "dbs")
+                kinds.append(self.kind_of(k))
         getattr(self.engine, "forget", lambda: None)()  # the engine's ids of this step are read: drop them
         out = {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": None, "rollout_kind": kinds}
         if self.p.filter_groups:  # groups may be other prompts than TRL's: the reward reads their truths
             out["truth"] = [self.truths[k] for k in keys for _ in range(g)]
         return out
+
+    def kind_of(self, k: int) -> str:
+        """The kind of a group's ``k``-th member: greedy first, then regular, then DBS."""
+        p = self.p
+        return "greedy" if k < p.n_greedy else "regular" if k < p.n_greedy + p.n_regular else "dbs"
 
     # -- dynamic sampling (filter_groups) -----------------------------------------------------------
     def informative(self, keys: list[str], comps: list[list[Any]]) -> list[bool]:

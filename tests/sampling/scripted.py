@@ -23,7 +23,15 @@ class ScriptedEngine:
         return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
 
     def continue_prefixes(self, prefixes, n, *, stop, max_tokens, temperature=1.0, seed=None):
-        self.calls.append({"prefixes": list(prefixes), "n": n, "stop": list(stop), "max_tokens": max_tokens})
+        self.calls.append(
+            {
+                "prefixes": list(prefixes),
+                "n": n,
+                "stop": list(stop),
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+            }
+        )
         out = []
         for p in prefixes:
             row = []

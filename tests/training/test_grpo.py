@@ -62,6 +62,31 @@ def test_rollout_returns_regular_then_dbs_per_group():
         r([prompts[0]] * 4 + [prompts[1]], _trainer())
 
 
+def test_rollout_puts_the_greedy_answer_first_in_each_group():
+    """``n_greedy: 1``: each group's first member is the policy's temperature-0 answer (one engine call,
+    one answer per prompt), then the regular and the DBS samples."""
+    flows = [Flow.from_json(t) for t in truths()[:2]]
+    prompts = [render_prompt(f) for f in flows]
+    table = {prompt_key(p): t for p, t in zip(prompts, truths()[:2], strict=False)}
+
+    def script(prefix, k, sid):
+        return (f"[/TRACE] greedy {prefix[-9:]}", 2, "stop") if sid == 0 or sid == 1 else ("[/TRACE]", 2, "stop")
+
+    eng = ScriptedEngine(script)
+    r = Rollout("static", eng, _Tok(), table, RolloutParams(n_greedy=1, n_regular=2, n_dbs=3))
+    assert r.p.group == 6
+    out = r([prompts[0]] * 6 + [prompts[1]] * 6, _trainer())
+    assert out["rollout_kind"] == (["greedy"] + ["regular"] * 2 + ["dbs"] * 3) * 2
+    greedy = [c for c in eng.calls if c["temperature"] == 0.0]
+    assert len(greedy) == 1 and greedy[0]["n"] == 1 and len(greedy[0]["prefixes"]) == 2
+    assert all(c["temperature"] == 1.0 for c in eng.calls if c is not greedy[0])
+    firsts = ["".join(map(chr, out["completion_ids"][i][:-1])) for i in (0, 6)]
+    assert firsts == [f"[/TRACE] greedy {p[-9:]}" for p in greedy[0]["prefixes"]]  # each its own prompt's
+    for bad in (2, -1):
+        with pytest.raises(ValueError, match="0 or 1"):
+            RolloutParams(n_greedy=bad)
+
+
 class _IdsEngine(ScriptedEngine):
     """A scripted engine that, like VLLMEngine, knows the ids it sampled for each text it returned."""
 
@@ -205,6 +230,9 @@ def test_crm_reward_func_scores_and_summarizes():
     assert s["reward_mean"] == 2.0 and s["reward_regular_max"] == 4.0 and s["reward_dbs_mean"] == 2.0
     assert s["fmt_rate"] == 0.5 and s["rcs"] == 0.5 and s["response_len"] == 9.0
     assert 0.0 < s["reward_s"] < 5.0  # the scoring's wall time, for the step's time split
+    assert "reward_greedy_mean" not in s  # no greedy member drawn: no greedy columns
+    fn(None, comps[:2], truth=truths()[:2], completion_ids=[[1], [1]], rollout_kind=["greedy", "regular"])
+    assert fn.take()["reward_greedy_mean"] == 4.0
     assert fn.take() == {
         k: 0.0
         for k in (
@@ -256,6 +284,14 @@ def test_filter_groups_in_the_trainer_draws_further_groups(tiny_model, grpo_parq
     m = run_grpo_local(tiny_model, grpo_parquet, tmp_path / "grpo", _tiny_params(rollout=rollout))
     assert m["steps"] == 1 and m["filter_groups"] is True
     assert m["groups_drawn"] == 3 and m["mean_frac_reward_zero_std"] == 1.0
+
+
+@pytest.mark.slow
+def test_a_greedy_member_trains_through_the_trainer(tiny_model, grpo_parquet, tmp_path):
+    """``n_greedy: 1`` through TRL (transformers' engine): groups of 1 greedy + 1 regular + 2 DBS, one step."""
+    rollout = {"n_greedy": 1, "n_regular": 1, "n_dbs": 2, "max_completion_tokens": 12}
+    m = run_grpo_local(tiny_model, grpo_parquet, tmp_path / "grpo", _tiny_params(rollout=rollout))
+    assert m["steps"] == 1 and m["n_regular"] == 1 and m["n_dbs"] == 2
 
 
 def _lengthy(completions, **_):

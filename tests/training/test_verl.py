@@ -118,6 +118,10 @@ def test_dynamic_sampling_is_refused_and_warmup_passed_on(tmp_path):
     with pytest.raises(ValueError, match="filter_groups"):
         run_grpo_verl("models/base", "train.parquet", tmp_path, p)
     assert not (tmp_path / "verl").exists()  # refused before anything is written
+    p = grpo_params({"backend": "verl", "rollout": {"n_greedy": 1}, "verl": {"dry_run": True}})
+    with pytest.raises(ValueError, match="n_greedy"):
+        run_grpo_verl("models/base", "train.parquet", tmp_path, p)
+    assert not (tmp_path / "verl").exists()
     p = grpo_params({"backend": "verl", "warmup_steps": 5, "verl": {"dry_run": True}})
     run_grpo_verl("models/base", "train.parquet", tmp_path, p)
     assert "actor_rollout_ref.actor.optim.lr_warmup_steps=5" in (tmp_path / "verl" / "command.sh").read_text()
