@@ -238,12 +238,13 @@ class Rollout:
 
     # -- sampling -----------------------------------------------------------------------------------
     def sample(self, prompts: list[Any]) -> tuple[list[str], list[list[Any]]]:
-        """Chat prompts (one per group) -> (prompt texts, per prompt: regular then DBS completions)."""
+        """Chat prompts (one per group) -> (prompt texts, per prompt: greedy, regular then DBS completions)."""
         p = self.p
         texts = [self.tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
         seed = self.seed * 100_003 + self.calls
         self.calls += 1
-        programs, finished = [], {}
+        programs: dict[str, Program] = {}  # by kind, in group order
+        finished: dict[str, float] = {}
         t0 = time.perf_counter()
 
         def timed(name: str, prog: Program) -> Program:  # when each program ends (they overlap on vLLM)
@@ -251,32 +252,28 @@ class Rollout:
             finished[name] = time.perf_counter() - t0
             return result
 
-        names = []
         if p.n_greedy:
             req = PrefixRequest(texts, 1, list(p.final_stop), p.max_completion_tokens, 0.0, seed)
-            programs.append(timed("greedy", one_call(req)))
-            names.append("greedy")
+            programs["greedy"] = timed("greedy", one_call(req))
         if p.n_regular:
             req = PrefixRequest(texts, p.n_regular, list(p.final_stop), p.max_completion_tokens, p.temperature, seed)
-            programs.append(timed("regular", one_call(req)))
-            names.append("regular")
+            programs["regular"] = timed("regular", one_call(req))
         run = None
         if p.n_dbs:
             scorers = [self.scorer_for(self.truths[prompt_key(m)]) for m in prompts]
             run = DBSRun(texts, scorers, p.dbs(seed + 50_000))
-            programs.append(timed("dbs", run.program()))
+            programs["dbs"] = timed("dbs", run.program())
         counts = getattr(self.engine, "prefix_cache_counts", lambda: (0, 0))
         before = counts()
-        outs = run_programs(self.engine, programs)
+        outs = dict(zip(programs, run_programs(self.engine, list(programs.values())), strict=True))
         after = counts()
         self.stats.cache_queried += after[0] - before[0]
         self.stats.cache_hits += after[1] - before[1]
-        got = dict(zip(names, outs, strict=False))
-        greedy: list[list[Any]] = got.get("greedy", [[] for _ in texts])
-        regular: list[list[Any]] = got.get("regular", [[] for _ in texts])
+        greedy: list[list[Any]] = outs.get("greedy", [[] for _ in texts])
+        regular: list[list[Any]] = outs.get("regular", [[] for _ in texts])
         dbs: list[list[Any]] = [[] for _ in texts]
         if run is not None:
-            results = outs[-1]
+            results = outs["dbs"]
             dbs = [r.completions for r in results]
             self.stats.dbs_tokens_generated += sum(r.tokens_generated for r in results)
             self.stats.dbs_tokens_dropped += sum(r.tokens_dropped for r in results)
