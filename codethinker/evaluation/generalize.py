@@ -65,7 +65,8 @@ class Item:
 class Verdict:
     """The judgement of one generation. ``status``: ``pass``, ``fail``, ``no_answer`` (nothing could
     be extracted), ``timeout``, ``error`` (the program raised), ``memory``, ``killed``, ``runtime
-    missing`` (the language's runtime is not on this machine)."""
+    missing`` (the language's runtime is not on this machine), ``not_data`` (CRUXEval-I: an argument with no
+    literal form)."""
 
     passed: bool
     status: str

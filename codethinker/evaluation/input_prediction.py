@@ -11,13 +11,17 @@ harness) and sends back its value as plain builtin data (:func:`~codethinker.con
 object, a subclass of a builtin or nan has none, ``error``), and ``==`` is evaluated here against the stated
 output, which never enters the sandbox; so an object whose ``__eq__`` always holds, or a subclass of the
 output's type, passes nothing. The predicted call must parse as one call of ``f`` (``ast``): text that would
-break out of the call (``1); import os; (``) is ``no_answer``, never executed. Arguments that are literals
-(788 of CRUXEval's 800 inputs) are read here (:func:`~codethinker.contra.values.parse_call_args`) and reach
-the sandbox as data, so the model's text never runs. Any other argument expression (``dict(a=1)``, a
-lambda: the other 12) runs inside the sandbox, as in CRUXEval's harness, and the verdict's detail says so:
-code that runs in ``f``'s process could also patch what reports the value, the residual risk of
-docs/sandbox.md ("To its own truth"). Plain data compares as CRUXEval's ``==`` does (``1 == 1.0``), except
-that a returned ``deque`` or ``Counter`` arrives as a list or dict.
+break out of the call (``1); import os; (``) is ``no_answer``, never executed. ``f`` only ever runs on data:
+arguments that are literals (788 of CRUXEval's 800 inputs) are read here
+(:func:`~codethinker.contra.values.parse_call_args`); any other argument expression (``dict(a=1)``,
+``'ab'.upper()``) is first evaluated in a sandbox process of its own (the program's module beside it, for its
+names), which sends back the arguments' ``repr``; that text is read here as literals, and ``f`` then runs on
+them in a fresh process. So the model's code never shares a process with the ``f`` that is judged: an
+expression that rebinds ``f.__code__`` or patches what reports the value changes only its own process.
+Arguments without a literal form (a function, a ``range``, a ``deque``) are ``not_data``: they cannot reach
+``f`` without the model's code beside it, so 3 of CRUXEval's 800 reference inputs (two lambdas and a
+``range``) are not judged, where CRUXEval's harness runs them with ``f``. Plain data compares as CRUXEval's
+``==`` does (``1 == 1.0``), except that a returned ``deque`` or ``Counter`` arrives as a list or dict.
 
 >>> predicted_args("[THOUGHT]...[/THOUGHT]\\n[ANSWER]\\nassert f('ab', 2) == 'abab'\\n[/ANSWER]", "f")
 "'ab', 2"
@@ -39,7 +43,9 @@ __all__ = ["PROMPT", "CRUXEvalInput", "literal_call", "predicted_args"]
 
 TIMEOUT_S = 3.0  # CRUXEval's harness: 3 s per check program
 MAX_ANSWER_CHARS = 20_000
-CALL = "__cruxeval_call"  # the function the judge appends when an argument is an expression
+ARGS = "__cruxeval_args"  # the function the judge appends to evaluate an argument expression apart from f
+# its body: the repr of each argument, as the call would receive it
+ARGS_REPR = "(lambda *a, **k: ', '.join([*map(repr, a), *(f'{n}={v!r}' for n, v in k.items())]))"
 PROMPT = """You are given a Python function and an output. Find any input such that executing the \
 function on the input leads to the given output. There may be multiple answers; give only one. \
 Think step by step inside [THOUGHT] and [/THOUGHT], then give the full assertion with the input \
@@ -126,32 +132,44 @@ class CRUXEvalInput:
         return f"{ANSWER_OPEN}\nassert f({ref['input']}) == {ref['output']}\n{ANSWER_CLOSE}"
 
     def judge(self, items: Sequence[Item], texts: Sequence[str]) -> list[Verdict]:
-        import codethinker.contra.values  # noqa: F401  (registers the sandbox's "call" runner)
-        from codethinker.contra.values import parse_literal
+        from codethinker.contra.values import parse_literal  # importing it registers the sandbox's "call" runner
         from codethinker.sandbox import Job, Sandbox, SandboxConfig
 
         args = [predicted_args(t) for t in texts]
         calls = [literal_call(a) for a in args]
-        jobs = {}
-        for i, (item, a, call) in enumerate(zip(items, args, calls, strict=True)):
-            code = item.reference["code"]
-            if call is not None:  # literal arguments: data
-                jobs[i] = Job(code, args=call[0], kwargs=call[1], entry="f", entry_def=True)
-            elif a is not None:  # an expression: it runs in the sandbox, f's value still comes back as data
-                jobs[i] = Job(f"{code.rstrip()}\n\n\ndef {CALL}():\n    return f({a})\n", entry=CALL, entry_def=True)
-        results: dict[int, Any] = {}
-        if jobs:
-            with Sandbox(SandboxConfig(timeout_s=self.timeout_s, workers=self.workers)) as sb:
-                results = dict(zip(jobs, sb.map(list(jobs.values())), strict=True))
+        status: dict[int, tuple[str, str]] = {}  # answers decided before f runs: (status, detail)
+        with Sandbox(SandboxConfig(timeout_s=self.timeout_s, workers=self.workers)) as sb:
+            exprs = {  # argument expressions: evaluated in a process of their own, sent back as repr text
+                i: Job(
+                    f"{item.reference['code'].rstrip()}\n\n\ndef {ARGS}():\n    return {ARGS_REPR}({a})\n", entry=ARGS
+                )
+                for i, (item, a, call) in enumerate(zip(items, args, calls, strict=True))
+                if a is not None and call is None
+            }
+            for i, r in zip(exprs, sb.map(list(exprs.values())) if exprs else [], strict=True):
+                call = literal_call(r.value) if r.status == "ok" and isinstance(r.value, str) else None
+                if r.status != "ok":
+                    status[i] = (r.status, f"the argument expression: {r.error_type}: {r.error_message}")
+                elif call is None:
+                    status[i] = ("not_data", f"an argument has no literal form: f({str(r.value)[:200]})")
+                calls[i] = call
+            jobs = {  # f on data only, in a fresh process
+                i: Job(item.reference["code"], args=call[0], kwargs=call[1], entry="f", entry_def=True)
+                for i, (item, call) in enumerate(zip(items, calls, strict=True))
+                if call is not None
+            }
+            results = dict(zip(jobs, sb.map(list(jobs.values())), strict=True)) if jobs else {}
         out = []
         for i, item in enumerate(items):
             r = results.get(i)
-            if r is None:
+            if i in status:
+                out.append(Verdict(False, *status[i]))
+            elif r is None:
                 out.append(Verdict(False, "no_answer", "no single call of f in [ANSWER]"))
             elif r.status != "ok":
                 out.append(Verdict(False, r.status, f"{r.error_type}: {r.error_message}"))
             else:
                 right = r.value == parse_literal(item.reference["output"])  # plain data on both sides
-                ran = "" if calls[i] is not None else " (an argument expression, run in the sandbox)"
-                out.append(Verdict(right, "pass" if right else "fail", f"f({args[i]})"[:300] + ran))
+                how = " (an argument expression, evaluated apart from f)" if i in exprs else ""
+                out.append(Verdict(right, "pass" if right else "fail", f"f({args[i]})"[:300] + how))
         return out
