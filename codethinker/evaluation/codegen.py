@@ -53,7 +53,7 @@ from typing import Any
 
 from codethinker.evaluation.codegen_oracle import io_verdict
 from codethinker.evaluation.codegen_runner import tests_runner
-from codethinker.evaluation.generalize import Item, Verdict, register
+from codethinker.evaluation.task import Item, Verdict, register
 
 __all__ = ["PY_TAGS", "CodegenTask", "extract_code", "fenced_blocks", "make_item", "read_items", "tests_runner"]
 

@@ -27,7 +27,7 @@ import math
 import reprlib
 from typing import Any
 
-from codethinker.evaluation.generalize import Verdict
+from codethinker.evaluation.task import Verdict
 
 __all__ = ["FLOAT_ATOL", "RTOL", "io_verdict", "matches", "second_answer", "short"]
 

@@ -9,24 +9,26 @@ item, pass@1 with the unbiased estimator (Chen et al. 2021) averaged over items,
 interval over items, and the count of every verdict status (a timeout or a crash of a generated
 program is a status, never an exception).
 
-Tasks register themselves in :data:`TASKS` by name (``humaneval``, ``mbpp+``, ``gsm8k``...);
-:func:`get_task` imports the module that defines a name on first use.
-
->>> round(pass_at_k(10, 3, 1), 3), round(pass_at_k(10, 3, 5), 3), pass_at_k(4, 0, 1)
-(0.3, 0.917, 0.0)
+Tasks register themselves in :data:`~codethinker.evaluation.task.TASKS` by name (``humaneval``, ``mbpp+``,
+``gsm8k``...); :func:`get_task` imports the module that defines a name on first use. The judges import their
+vocabulary (:class:`Item`, :class:`Verdict`, :func:`register`) from :mod:`codethinker.evaluation.task`, not from
+here, so code that uses one judge (the code-generation reward) does not depend on every benchmark module this
+registry names.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from codethinker.evaluation.stats import pass_at_k
+from codethinker.evaluation.task import CRUXEVAL_X_LANGUAGES, TASKS, Item, Task, Verdict, register
 
 __all__ = [
     "ALIASES",
@@ -52,59 +54,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Item:
-    """One problem: its id, the chat prompt, and what the judge needs (plain JSON data)."""
-
-    id: str
-    messages: list[dict[str, str]]
-    reference: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The judgement of one generation. ``status``: ``pass``, ``fail``, ``no_answer`` (nothing could
-    be extracted), ``timeout``, ``error`` (the program raised), ``memory``, ``killed``, ``runtime
-    missing`` (the language's runtime is not on this machine), ``not_data`` (CRUXEval-I: an argument with no
-    literal form)."""
-
-    passed: bool
-    status: str
-    detail: str = ""
-
-
-class Task(Protocol):
-    """A generalization benchmark."""
-
-    name: str  # canonical name (the --bench value, the metrics file name)
-    display: str  # as in the paper's tables
-    group: str  # the Table 4 column group: output, input, runtime, multilingual, codegen, math
-    stop: tuple[str, ...]  # generation stops
-
-    def load(self, mirror: Path | None, cache_dir: Path) -> list[Item]:
-        """Every item of the benchmark, in the benchmark's order."""
-        ...
-
-    def judge(self, items: Sequence[Item], texts: Sequence[str]) -> list[Verdict]:
-        """One verdict per (item, text), batched (a sandbox is opened once per call)."""
-        ...
-
-    def reference_text(self, item: Item) -> str:
-        """The reference answer written as a model's response (the oracle check judges it)."""
-        ...
-
-    def unavailable(self) -> str | None:
-        """Why the task cannot be judged on this machine (e.g. ``runtime missing: ruby``), or None.
-        Such a benchmark is written as skipped with that reason, never scored 0."""
-        ...
-
-
-TASKS: dict[str, Callable[[], Task]] = {}
-# CRUXEval-X's 19 languages (file stems of its data), one task each: cruxeval-x-<lang>
-CRUXEVAL_X_LANGUAGES = (
-    *("cpp", "cs", "d", "go", "java", "jl", "js", "lua", "php", "pl", "py", "r", "rb", "rkt", "rs", "scala", "sh"),
-    *("swift", "ts"),
-)
 # name -> the module that registers it (imported on first use, so light tasks stay light)
 _MODULES = {
     "cruxeval-i": "codethinker.evaluation.input_prediction",
@@ -135,16 +84,6 @@ GROUPS = {
 }
 
 
-def register(name: str) -> Callable[[Callable[[], Task]], Callable[[], Task]]:
-    """Decorator: ``@register("gsm8k")`` on a zero-argument factory of the task."""
-
-    def deco(factory: Callable[[], Task]) -> Callable[[], Task]:
-        TASKS[name] = factory
-        return factory
-
-    return deco
-
-
 def get_task(name: str) -> Task:
     """The task called ``name`` (case-insensitive); a ValueError lists the known names."""
     key = name.strip().lower()
@@ -153,15 +92,6 @@ def get_task(name: str) -> Task:
     if key not in TASKS:
         raise ValueError(f"unknown generalization benchmark {name!r}; known: {', '.join(sorted(_MODULES))}")
     return TASKS[key]()
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k of one problem with ``c`` of ``n`` samples correct: 1 - C(n-c, k) / C(n, k)."""
-    if not 0 <= c <= n or k < 1 or n < 1:
-        raise ValueError(f"need 0 <= c <= n, n >= 1, k >= 1; got n={n}, c={c}, k={k}")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 @dataclass(frozen=True)

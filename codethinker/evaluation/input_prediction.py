@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.contra.render import ANSWER_CLOSE, ANSWER_OPEN, last_group
-from codethinker.evaluation.generalize import Item, Verdict, register
+from codethinker.evaluation.task import Item, Verdict, register
 
 __all__ = ["PROMPT", "CRUXEvalInput", "literal_call", "predicted_args"]
 

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.data.io import RecordError, iter_jsonl
-from codethinker.evaluation.generalize import Item, Verdict, register
+from codethinker.evaluation.task import Item, Verdict, register
 
 __all__ = ["GSM8K", "INSTRUCTION", "MATH500", "STOP", "GSMHard", "MathBench", "brace_depth", "number_text"]
 

@@ -46,7 +46,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codethinker.contra.render import ANSWER_CLOSE, ANSWER_OPEN, last_group
-from codethinker.evaluation.generalize import Item, Verdict, register
 from codethinker.evaluation.multilingual_runner import (  # re-exported: the tests and callers use them from here
     _CACHE,  # also holds unavailable()'s probes
     _CACHE_LOCK,
@@ -57,6 +56,7 @@ from codethinker.evaluation.multilingual_runner import (  # re-exported: the tes
     make_runner,
     resolve_tool,
 )
+from codethinker.evaluation.task import Item, Verdict, register
 from codethinker.sandbox import bwrap as bw
 
 __all__ = ["LANGS", "CRUXEvalX", "Lang", "Runner", "data_path", "execute", "fill", "guard", "literal", "split_record"]

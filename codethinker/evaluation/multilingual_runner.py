@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codethinker.evaluation.generalize import CRUXEVAL_X_LANGUAGES, Verdict
+from codethinker.evaluation.task import CRUXEVAL_X_LANGUAGES, Verdict
 from codethinker.sandbox import bwrap as bw
 
 __all__ = ["LANGS", "Lang", "Runner", "Step", "execute", "make_runner", "resolve_tool"]

@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.contra.render import ANSWER_CLOSE, ANSWER_OPEN, THOUGHT_CLOSE, THOUGHT_OPEN
-from codethinker.evaluation.generalize import Item, Verdict, register
 from codethinker.evaluation.reval_answers import (
     NIL,
     answer_source,
@@ -63,6 +62,7 @@ from codethinker.evaluation.reval_answers import (
 )
 from codethinker.evaluation.reval_prompts import chat, output_prompt, output_question, probe_prompt
 from codethinker.evaluation.reval_runner import STUB, reval_runner, safe_repr
+from codethinker.evaluation.task import Item, Verdict, register
 
 __all__ = [
     "NIL",

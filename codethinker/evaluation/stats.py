@@ -12,16 +12,19 @@ Samples it refuses or cannot spread (one value, all values equal) get the point 
 (0.5, True)
 >>> bootstrap_ci([0.25], seed=0)
 CI(mean=0.25, low=0.25, high=0.25, n=1)
+>>> round(pass_at_k(10, 3, 1), 3), round(pass_at_k(10, 3, 5), 3), pass_at_k(4, 0, 1)
+(0.3, 0.917, 0.0)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["CI", "bootstrap_ci", "paired_diff_ci"]
+__all__ = ["CI", "bootstrap_ci", "paired_diff_ci", "pass_at_k"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +74,12 @@ def paired_diff_ci(
     if len(after) != len(before):
         raise ValueError(f"paired values differ in length: {len(after)} vs {len(before)}")
     return bootstrap_ci([a - b for a, b in zip(after, before, strict=True)], level, resamples, seed)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k of one problem with ``c`` of ``n`` samples correct: 1 - C(n-c, k) / C(n, k)."""
+    if not 0 <= c <= n or k < 1 or n < 1:
+        raise ValueError(f"need 0 <= c <= n, n >= 1, k >= 1; got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from codethinker.codegen.answer import check_format, extract_program
 from codethinker.codegen.judge import JudgeLimits, Judgement, judge_programs
 from codethinker.codegen.task import CodegenProblem
-from codethinker.evaluation.generalize import pass_at_k
+from codethinker.evaluation.stats import pass_at_k
 from codethinker.rewards.score import Score
 
 __all__ = ["format_rewards", "format_score", "outcome_rewards", "outcome_score", "outcome_scores", "pass_at"]

@@ -89,6 +89,15 @@ def test_the_project_dvc_yaml_is_up_to_date(stage_deps) -> None:
     assert not changed, f"dvc.yaml code deps are stale (run `make deps`): {sorted(changed)}"
 
 
+@pytest.mark.parametrize("stage", ["sft", "grpo", "train_eval", "grpo_codegen", "codegen_data", "reward_model"])
+def test_training_stages_do_not_depend_on_the_other_benchmarks_judges(stage_deps, stage: str) -> None:
+    """Editing CRUXEval-I's, REval's, a math or a CRUXEval-X judge leaves the training stages up to date: they
+    reach the benchmark code only through the code-generation judge (HumanEval's, the codegen reward's)."""
+    judges = ("input_prediction", "reval_tasks", "mathbench", "multilingual", "generalize", "benchmarks")
+    deps = stage_deps.stage_code_deps(stage)
+    assert not [d for d in deps if d.startswith(tuple(f"codethinker/evaluation/{j}" for j in judges))]
+
+
 def test_dvc_yaml_lists_stages_in_pipeline_order() -> None:
     """dvc.yaml reads top to bottom as the pipeline: a stage comes after every stage whose outputs it reads."""
     import yaml
