@@ -124,7 +124,7 @@ class RolloutStats:
     dbs_tokens_dropped: int = 0
     dbs_rounds: int = 0
     calls: int = 0
-    regular_s: float = 0.0  # wall seconds from the rollout's start until its regular completions are in
+    regular_s: float = 0.0  # wall seconds from the rollout's start until its greedy and regular completions are in
     dbs_s: float = 0.0  # ... until DBS's are (its rounds, scoring of prefixes included; both overlap on vLLM)
     rollout_s: float = 0.0  # wall seconds of the rollouts (regular and DBS together)
     sync_s: float = 0.0  # wall seconds pushing the policy's weights to the engine
@@ -278,7 +278,7 @@ class Rollout:
             self.stats.dbs_tokens_generated += sum(r.tokens_generated for r in results)
             self.stats.dbs_tokens_dropped += sum(r.tokens_dropped for r in results)
             self.stats.dbs_rounds += max(r.rounds for r in results)
-        self.stats.regular_s += finished.get("regular", 0.0)
+        self.stats.regular_s += max(finished.get("greedy", 0.0), finished.get("regular", 0.0))
         self.stats.dbs_s += finished.get("dbs", 0.0)
         self.stats.rollout_s += time.perf_counter() - t0
         self.stats.regular_tokens += sum(c.n_tokens for rows in (greedy, regular) for row in rows for c in row)

@@ -87,6 +87,25 @@ def test_rollout_puts_the_greedy_answer_first_in_each_group():
             RolloutParams(n_greedy=bad)
 
 
+def test_rollout_times_the_greedy_member_with_the_regular_samples():
+    """The greedy answers count as regular completions (their tokens in ``regular_tokens``), so the time
+    until they are in is ``rollout_regular_s``, even with no regular sample drawn."""
+    flows = [Flow.from_json(t) for t in truths()[:1]]
+    prompts = [render_prompt(f) for f in flows]
+    table = {prompt_key(prompts[0]): truths()[0]}
+    r = Rollout(
+        "static",
+        ScriptedEngine(lambda prefix, k, sid: ("[/TRACE]", 2, "stop")),
+        _Tok(),
+        table,
+        RolloutParams(n_greedy=1, n_regular=0, n_dbs=2),
+    )
+    r([prompts[0]] * 3, _trainer())
+    stats = r.stats.take()
+    assert stats["rollout/regular_tokens"] == 2
+    assert 0.0 < stats["rollout/rollout_regular_s"] <= stats["rollout/rollout_s"]
+
+
 class _IdsEngine(ScriptedEngine):
     """A scripted engine that, like VLLMEngine, knows the ids it sampled for each text it returned."""
 
