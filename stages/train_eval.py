@@ -1,10 +1,14 @@
 """Stage train_eval: the policy before SFT, after SFT and after GRPO on held-out GRPO prompts.
 
-Run: ``python -m stages.train_eval --data data/contra_sft/grpo_eval.parquet --metrics metrics/train_eval.json
---answers data/train_eval/answers.jsonl.gz`` (its cmd in dvc.yaml: ``dvc repro train_eval``). Reads ``params.yaml``
+Run: ``python -m stages.train_eval --data data/contra_sft/grpo_eval.parquet --trained
+data/contra_sft/grpo_train.parquet --metrics metrics/train_eval.json --answers data/train_eval/answers.jsonl.gz``
+(its cmd in dvc.yaml: ``dvc repro train_eval``). Reads ``params.yaml``
 ``train_eval`` (``models``: the policy of each phase), ``model.base`` and the task and reward GRPO trained with
 (``grpo.task``, ``grpo.reward``, ``grpo.whitebox``): the task's held-out rows, their prompts put in that reward's
-format and scored with it. Input: the held-out GRPO prompts (functions held out of SFT and GRPO training). Writes
+format and scored with it. Input: the held-out GRPO prompts (functions held out of SFT and GRPO training); with
+``train_eval.trained_prompts`` N > 0 also the first N prompts GRPO draws from (``grpo.sources``,
+``grpo.max_prompts``), scored as the set ``trained``: the greedy change where GRPO trained beside the held-out
+sets' (docs/training.md, "Where GRPO moves greedy answers"). Writes
 every answer with its score's parts, so that anyone can re-score it, and the DVC metrics (``reward_kind``,
 ``prompt_format``; per phase and held-out set (shape_disjoint, in_distribution, leetcode): format-valid rate, mean
 reward, RCS, answer accuracy, truncated share, mean response tokens, each with its 95% bootstrap interval; the
@@ -17,19 +21,21 @@ import gzip
 import json
 
 from codethinker.config import load_config
-from codethinker.config.grpo import TrainEvalConfig
+from codethinker.config.grpo import GRPOConfig, TrainEvalConfig
 from codethinker.data.io import atomic_write, write_json
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
 from codethinker.tasks import get_task
+from codethinker.training.grpo_data import grpo_prompt_rows
 from codethinker.training.train_eval import METRICS as METRIC_NAMES
 from codethinker.training.train_eval import run_train_eval
 
-SOURCES = ("shape_disjoint", "in_distribution", "leetcode", "synth")  # held-out sets (older runs: sources)
+SOURCES = ("shape_disjoint", "in_distribution", "leetcode", "synth", "trained")  # sets (older runs: sources)
 ARGS = stage_args(
     "train_eval",
     __doc__,
     data=path("the held-out GRPO prompts (verl's parquet schema)", rows=True),
+    trained=path("GRPO's training prompts (read when train_eval.trained_prompts > 0)", made_by="contra_sft"),
     metrics=path("per phase and held-out set: the means and their 95% intervals (JSON)"),
     answers=path("every scored answer: model, pass, prompt id and set, text, score parts (gzipped JSONL)"),
 )
@@ -40,7 +46,12 @@ def main(argv: list[str] | None = None) -> None:
     paths = ARGS.parse(argv)
     cfg = load_config(TrainEvalConfig)  # reward, whitebox: grpo's (the reward the policy was trained with)
     models, p = dict(cfg.models), cfg.params
-    rows = get_task(p.task).rows(paths.data, "heldout")
+    task = get_task(p.task)
+    rows = task.rows(paths.data, "heldout")
+    if p.trained_prompts:
+        g = load_config(GRPOConfig).params
+        trained = grpo_prompt_rows(task.rows(paths.trained, "train"), g.sources, g.max_prompts)
+        rows += [{**r, "heldout": "trained"} for r in trained[: p.trained_prompts]]
     with stage_run("train_eval", cfg.as_dict()), atomic_write(paths.answers, "wb") as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:  # mtime 0: the same answers, the same bytes
             write = lambda a: gz.write((json.dumps(a, ensure_ascii=False) + "\n").encode())  # noqa: E731

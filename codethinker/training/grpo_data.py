@@ -13,7 +13,7 @@ from typing import Any
 from codethinker.training.grpo import GRPOParams
 from codethinker.training.grpo_rows import drop_long_prompts, with_reward_prompts
 
-__all__ = ["load_grpo_rows", "resolve_budget"]
+__all__ = ["grpo_prompt_rows", "load_grpo_rows", "resolve_budget"]
 
 
 def load_grpo_rows(
@@ -29,12 +29,20 @@ def load_grpo_rows(
     p = p or GRPOParams()
     task = p.task_obj
     spec = reward if reward is not None else p.reward_spec()
-    rows = task.rows(path, split)
-    if p.sources:
-        rows = [r for r in rows if r["source"] in p.sources]
-    if p.max_prompts:
-        rows = rows[: p.max_prompts]
+    rows = grpo_prompt_rows(task.rows(path, split), p.sources, p.max_prompts)
     return drop_long_prompts(with_reward_prompts(rows, spec, task), model, p.max_prompt_tokens)
+
+
+def grpo_prompt_rows(rows: list[dict[str, Any]], sources: list[str] | None, max_prompts: int | None) -> list[dict]:
+    """The rows GRPO draws its prompts from: those of ``sources`` (None: all), the first ``max_prompts`` of them
+    (None or 0: all), in file order.
+
+    >>> [r["id"] for r in grpo_prompt_rows([{"id": i, "source": s} for i, s in enumerate("ablb")], ["b"], 1)]
+    [1]
+    """
+    if sources:
+        rows = [r for r in rows if r["source"] in sources]
+    return rows[:max_prompts] if max_prompts else rows
 
 
 def resolve_budget(p: GRPOParams, model: str | Path, rows: list[dict[str, Any]]) -> GRPOParams:

@@ -99,6 +99,9 @@ class EvalParams:
         default_factory=dict, metadata={"help": "white-box reward a, k (reward whitebox; as in grpo)"}
     )
     seed: int = field(default=0, metadata={"help": "sampling seed"})
+    trained_prompts: int = field(
+        default=0, metadata={"help": "also score the first N prompts GRPO draws from, as the set trained (0: none)"}
+    )
 
     def __post_init__(self) -> None:
         from codethinker.engines.kv_cache import parse_kv_setting

@@ -245,6 +245,7 @@ def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, m
     data = tmp_path / argv[argv.index("--data") + 1]
     data.parent.mkdir(parents=True)
     shutil.copy(grpo_parquet, data)
+    shutil.copy(grpo_parquet, tmp_path / argv[argv.index("--trained") + 1])  # read only with trained_prompts
 
     params = {
         "base": {"profile": "default", "seed": 0},
@@ -271,6 +272,43 @@ def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, m
     assert len(answers) == m["n"] and {a["model"] for a in answers} == {"after_sft"}
     assert {a["pass"] for a in answers} == {"greedy"} and all(a["set"] == "leetcode" for a in answers)
     assert sum(a["reward"] for a in answers) / len(answers) == m["reward"] and all("text" in a for a in answers)
+
+
+@pytest.mark.parametrize(("grpo", "n"), [({}, 2), ({"max_prompts": 1}, 1), ({"sources": ["synth"]}, 0)])
+def test_the_stage_scores_grpo_prompts_as_the_trained_set(grpo_parquet, tiny_model, tmp_path, monkeypatch, grpo, n):
+    """``trained_prompts: N``: the first N prompts GRPO draws from (its sources, its max_prompts) are scored beside
+    the held-out sets, as the set ``trained``, every answer labelled so."""
+    import gzip
+    import json
+    import shutil
+    from pathlib import Path
+
+    import yaml
+
+    from codethinker.ops.dvcfile import stage_argv
+    from stages import train_eval as stage
+
+    argv = stage_argv("train_eval", Path(__file__).resolve().parents[2])
+    (tmp_path / argv[argv.index("--data") + 1]).parent.mkdir(parents=True)
+    shutil.copy(grpo_parquet, tmp_path / argv[argv.index("--data") + 1])
+    shutil.copy(grpo_parquet, tmp_path / argv[argv.index("--trained") + 1])  # the tiny rows: source leetcode
+    params = {
+        "base": {"profile": "default", "seed": 0},
+        "model": {"base": "models/base"},
+        "contra_sft": {"teacher": "none"},
+        "grpo": {"reward": "orm", **grpo},
+        "train_eval": {"models": {"after_sft": str(tiny_model)}, "max_tokens": 64, "trained_prompts": 2},
+    }
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: _VanillaOracle())
+    stage.main(argv)
+    result = json.loads((tmp_path / argv[argv.index("--metrics") + 1]).read_text())
+    held_out = result["after_sft"]["leetcode"]["n"]
+    assert result["after_sft"].get("trained", {"n": 0})["n"] == n
+    with gzip.open(tmp_path / argv[argv.index("--answers") + 1], "rt") as fh:
+        sets = [json.loads(x)["set"] for x in fh]
+    assert sets.count("trained") == n and sets.count("leetcode") == held_out
 
 
 # --- one vLLM engine for every phase of the same architecture -----------------------------------------
