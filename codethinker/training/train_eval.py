@@ -99,14 +99,14 @@ class EvalParams:
         default_factory=dict, metadata={"help": "white-box reward a, k (reward whitebox; as in grpo)"}
     )
     seed: int = field(default=0, metadata={"help": "sampling seed"})
-    trained_prompts: int = field(
-        default=0, metadata={"help": "also score the first N prompts GRPO draws from, as the set trained (0: none)"}
-    )
+    trained_prompts: int = field(default=0, metadata={"help": "also score GRPO's first N prompts as the set trained"})
 
     def __post_init__(self) -> None:
         from codethinker.engines.kv_cache import parse_kv_setting
 
         parse_kv_setting(self.kv_cache_gib, "train_eval.kv_cache_gib")
+        if self.trained_prompts < 0:
+            raise ValueError(f"train_eval.trained_prompts must be >= 0, got {self.trained_prompts}")
         self.reward_spec()  # a misspelled reward or setting stops here
 
     def reward_spec(self) -> Any:

@@ -311,6 +311,13 @@ def test_the_stage_scores_grpo_prompts_as_the_trained_set(grpo_parquet, tiny_mod
     assert sets.count("trained") == n and sets.count("leetcode") == held_out
 
 
+def test_a_negative_trained_prompts_is_refused():
+    from codethinker.training.train_eval import EvalParams
+
+    with pytest.raises(ValueError, match=r"train_eval\.trained_prompts must be >= 0, got -1"):
+        EvalParams(trained_prompts=-1)
+
+
 # --- one vLLM engine for every phase of the same architecture -----------------------------------------
 
 
