@@ -231,8 +231,9 @@ def test_held_out_prompts_are_scored_with_the_trained_reward_and_format(grpo_par
     assert crm["after_sft"]["leetcode"]["fmt_rate"] == 0.0  # vanilla answers are no ConTra trace
 
 
-def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, monkeypatch):
-    import json
+def _run_stage(tmp_path, monkeypatch, grpo_parquet, tiny_model, grpo, train_eval, oracle):
+    """``stages.train_eval`` run by its dvc.yaml cmd in ``tmp_path``, both inputs the tiny GRPO rows (source
+    leetcode), ``oracle`` as every engine; returns the cmd's arguments."""
     import shutil
     from pathlib import Path
 
@@ -242,23 +243,29 @@ def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, m
     from stages import train_eval as stage
 
     argv = stage_argv("train_eval", Path(__file__).resolve().parents[2])  # its cmd in dvc.yaml
-    data = tmp_path / argv[argv.index("--data") + 1]
-    data.parent.mkdir(parents=True)
-    shutil.copy(grpo_parquet, data)
-    shutil.copy(grpo_parquet, tmp_path / argv[argv.index("--trained") + 1])  # read only with trained_prompts
-
+    (tmp_path / argv[argv.index("--data") + 1]).parent.mkdir(parents=True)
+    for flag in ("--data", "--trained"):  # --trained is read only with trained_prompts
+        shutil.copy(grpo_parquet, tmp_path / argv[argv.index(flag) + 1])
     params = {
         "base": {"profile": "default", "seed": 0},
         "model": {"base": "models/base"},
         "contra_sft": {"teacher": "none"},
-        "grpo": {"reward": "whitebox", "whitebox": {"a": 0.5, "k": 2}},
-        "train_eval": {"models": {"after_sft": str(tiny_model)}, "max_tokens": 64},
+        "grpo": grpo,
+        "train_eval": {"models": {"after_sft": str(tiny_model)}, "max_tokens": 64, **train_eval},
     }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     monkeypatch.chdir(tmp_path)
-    oracle = _VanillaOracle()
     monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: oracle)
     stage.main(argv)
+    return argv
+
+
+def test_the_stage_scores_with_grpo_reward(grpo_parquet, tiny_model, tmp_path, monkeypatch):
+    import json
+
+    oracle = _VanillaOracle()
+    grpo = {"reward": "whitebox", "whitebox": {"a": 0.5, "k": 2}}
+    argv = _run_stage(tmp_path, monkeypatch, grpo_parquet, tiny_model, grpo, {}, oracle)
     result = json.loads((tmp_path / argv[argv.index("--metrics") + 1]).read_text())
     assert (result["reward_kind"], result["prompt_format"]) == ("whitebox", "whitebox")
     assert result["before_sft"] == {"missing": 1.0}  # models/base is not there
@@ -280,29 +287,16 @@ def test_the_stage_scores_grpo_prompts_as_the_trained_set(grpo_parquet, tiny_mod
     the held-out sets, as the set ``trained``, every answer labelled so."""
     import gzip
     import json
-    import shutil
-    from pathlib import Path
 
-    import yaml
-
-    from codethinker.ops.dvcfile import stage_argv
-    from stages import train_eval as stage
-
-    argv = stage_argv("train_eval", Path(__file__).resolve().parents[2])
-    (tmp_path / argv[argv.index("--data") + 1]).parent.mkdir(parents=True)
-    shutil.copy(grpo_parquet, tmp_path / argv[argv.index("--data") + 1])
-    shutil.copy(grpo_parquet, tmp_path / argv[argv.index("--trained") + 1])  # the tiny rows: source leetcode
-    params = {
-        "base": {"profile": "default", "seed": 0},
-        "model": {"base": "models/base"},
-        "contra_sft": {"teacher": "none"},
-        "grpo": {"reward": "orm", **grpo},
-        "train_eval": {"models": {"after_sft": str(tiny_model)}, "max_tokens": 64, "trained_prompts": 2},
-    }
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("codethinker.engines.open_engine", lambda *a, **k: _VanillaOracle())
-    stage.main(argv)
+    argv = _run_stage(
+        tmp_path,
+        monkeypatch,
+        grpo_parquet,
+        tiny_model,
+        {"reward": "orm", **grpo},
+        {"trained_prompts": 2},
+        _VanillaOracle(),
+    )
     result = json.loads((tmp_path / argv[argv.index("--metrics") + 1]).read_text())
     held_out = result["after_sft"]["leetcode"]["n"]
     assert result["after_sft"].get("trained", {"n": 0})["n"] == n
