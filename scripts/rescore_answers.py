@@ -7,6 +7,10 @@ Each answer of ``data/train_eval/answers.jsonl.gz`` (prompt id, model, pass, tex
 with the task's reward (``codethinker.tasks``) against the truth of its row in ``--data``; the script prints how
 many answers were compared and, per part (fmt, r_proc, r_res, reward, rcs, answer_ok), how many differ, and
 exits 1 when any does. A change to the reward code that moves no stored score leaves every count at 0.
+
+With ``--reasons`` it also prints, per model, pass and held-out set, how many answers are valid and, for the
+rest, the first format rule each breaks (the score's ``reason``: ``code`` a code line written otherwise than
+the source's, ``return`` the call in RETURN not the given one, ...), most frequent first.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, required=True, help="the held-out rows the answers are to")
     ap.add_argument("--task", default="output_prediction")
     ap.add_argument("--reward", default="crm")
+    ap.add_argument("--reasons", action="store_true", help="count the first broken format rule per model/pass/set")
     a = ap.parse_args(argv)
     from codethinker.tasks import get_task
 
@@ -43,7 +48,28 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(answers)} answers re-scored ({a.task}, {a.reward}); parts that differ: "
         + ", ".join(f"{k} {differ[k]}" for k in PARTS)
     )
+    if a.reasons:
+        print(reasons(answers, [j.score for j in judged]))
     return 1 if differ else 0
+
+
+def reasons(answers: list[dict], scores: list) -> str:
+    """Per model, pass and set: the answers, the valid ones, then each first broken rule by count.
+
+    >>> a = [{"model": "sft", "pass": "greedy", "set": "s"}] * 3
+    >>> print(reasons(a, [{"reason": None}, {"reason": "code"}, {"reason": "code"}]))
+    sft greedy s (3): valid 1, code 2
+    """
+    counts: dict[tuple[str, str, str], Counter[str]] = {}
+    for x, s in zip(answers, scores, strict=True):
+        key = (x.get("model", ""), x.get("pass", ""), x.get("set", ""))
+        counts.setdefault(key, Counter())[s["reason"] or "valid"] += 1
+    lines = []
+    for key, c in counts.items():
+        valid = c.pop("valid", 0)
+        rest = ", ".join(f"{k} {n}" for k, n in c.most_common())
+        lines.append(f"{' '.join(key)} ({valid + sum(c.values())}): valid {valid}" + (f", {rest}" if rest else ""))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
