@@ -57,13 +57,14 @@ def reasons(answers: list[dict], scores: list) -> str:
     """Per model, pass and set: the answers, the valid ones, then each first broken rule by count.
 
     >>> a = [{"model": "sft", "pass": "greedy", "set": "s"}] * 3
-    >>> print(reasons(a, [{"reason": None}, {"reason": "code"}, {"reason": "code"}]))
+    >>> scores = [{"fmt": 1, "reason": None}, {"fmt": 0, "reason": "code"}, {"fmt": 0, "reason": "code"}]
+    >>> print(reasons(a, scores))
     sft greedy s (3): valid 1, code 2
     """
     counts: dict[tuple[str, str, str], Counter[str]] = {}
     for x, s in zip(answers, scores, strict=True):
         key = (x.get("model", ""), x.get("pass", ""), x.get("set", ""))
-        counts.setdefault(key, Counter())[s["reason"] or "valid"] += 1
+        counts.setdefault(key, Counter())["valid" if s["fmt"] else s["reason"] or "invalid"] += 1
     lines = []
     for key, c in counts.items():
         valid = c.pop("valid", 0)

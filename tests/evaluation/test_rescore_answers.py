@@ -61,6 +61,11 @@ class TestReasons:
         assert rescore_answers.main(["--answers", str(answers), "--data", str(data)]) == 0
         assert len(capsys.readouterr().out.splitlines()) == 1
 
+    def test_an_invalid_score_without_a_reason_is_not_counted_valid(self):
+        a = [{"model": "m", "pass": "greedy", "set": "s"}] * 2
+        scores = [{"fmt": 0, "reason": None}, {"fmt": 1, "reason": None}]
+        assert rescore_answers.reasons(a, scores) == "m greedy s (2): valid 1, invalid 1"
+
     def test_doctest(self):
         assert doctest.testmod(rescore_answers).failed == 0
 
