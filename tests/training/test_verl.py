@@ -289,7 +289,7 @@ def test_the_latest_complete_checkpoint_is_the_one_exported(tmp_path):
 
 @pytest.mark.verl
 @pytest.mark.slow
-def test_checks_inside_the_verl_environment(tmp_path):
+def test_checks_inside_the_verl_environment(tmp_path, shared_dir):  # shared_dir: the inner tests read ../shared
     if not VERL_PY.exists():
         pytest.skip(f"{VERL_PY} is absent: run scripts/make_verl_env.sh (make verl-env)")
     export = tmp_path / "grpo"
