@@ -20,8 +20,8 @@ from __future__ import annotations
 import gzip
 import json
 
-from codethinker.config import load_config
 from codethinker.config.grpo import GRPOConfig, TrainEvalConfig
+from codethinker.config.loader import SECTIONS, ParamsFile
 from codethinker.data.io import atomic_write, write_json
 from codethinker.engines.kv_cache import KVCacheError
 from codethinker.ops.stage import path, stage_args, stage_main, stage_run
@@ -44,12 +44,13 @@ ARGS = stage_args(
 @stage_main
 def main(argv: list[str] | None = None) -> None:
     paths = ARGS.parse(argv)
-    cfg = load_config(TrainEvalConfig)  # reward, whitebox: grpo's (the reward the policy was trained with)
+    params = ParamsFile.read(sections=SECTIONS)  # read once: train_eval's section and grpo's prompt choice
+    cfg = params.section(TrainEvalConfig)  # reward, whitebox: grpo's (the reward the policy was trained with)
     models, p = dict(cfg.models), cfg.params
     task = get_task(p.task)
     rows = task.rows(paths.data, "heldout")
     if p.trained_prompts:
-        g = load_config(GRPOConfig).params
+        g = params.section(GRPOConfig).params
         trained = grpo_prompt_rows(task.rows(paths.trained, "train"), g.sources, g.max_prompts)
         rows += [{**r, "heldout": "trained"} for r in trained[: p.trained_prompts]]
     with stage_run("train_eval", cfg.as_dict()), atomic_write(paths.answers, "wb") as raw:
