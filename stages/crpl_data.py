@@ -16,8 +16,8 @@ from codethinker.codegen.crpl import build_pairs, split_pairs
 from codethinker.codegen.crpl_llm import llm_teacher
 from codethinker.codegen.pipeline import source_paths
 from codethinker.codegen.task import CodegenProblem
-from codethinker.config import load_config
 from codethinker.config.codegen import CodegenConfig
+from codethinker.config.loader import SECTIONS, ParamsFile
 from codethinker.config.recode import RecodeConfig
 from codethinker.data.io import iter_jsonl, write_json, write_jsonl
 from codethinker.data.llm import ChatClient
@@ -67,8 +67,8 @@ def run(cfg: RecodeConfig, codegen: CodegenConfig, paths: argparse.Namespace) ->
 @stage_main
 def main(argv: list[str] | None = None) -> None:
     paths = ARGS.parse(argv)
-    cfg = load_config(RecodeConfig)
-    codegen = load_config(CodegenConfig)
+    params = ParamsFile.read(sections=SECTIONS)  # read once: recode's section and codegen's limits
+    cfg, codegen = params.section(RecodeConfig), params.section(CodegenConfig)
     with stage_run("crpl_data", cfg.as_dict()):
         m = run(cfg, codegen, paths)
     print(
