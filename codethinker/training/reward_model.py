@@ -92,8 +92,10 @@ def pair_accuracy(scorer: ProcessRewardModel, rows: Sequence[dict[str, Any]]) ->
 
 def _trainer(model: str, tok: Any, rows: list[dict[str, Any]], out: Path, p: RewardModelParams, seed: int, cb: Any):
     from datasets import Dataset
+    from transformers import set_seed
     from trl import RewardConfig, RewardTrainer
 
+    set_seed(seed)  # the new ``score`` head is drawn from the global RNG: before the load, or it is the caller's
     net = load_classifier(model, dtype=resolve_precision(p.precision).torch_dtype())
     net.config.pad_token_id = tok.pad_token_id
     args = RewardConfig(

@@ -191,6 +191,33 @@ def test_reward_model_trains_and_scores(tmp_path):
     json.dumps(m)
 
 
+@pytest.mark.slow
+def test_reward_model_is_a_function_of_its_seed(tmp_path):
+    """The classifier's new ``score`` head is random: two runs with one seed, whatever the global RNG was
+    before them, save the same weights (the head was drawn unseeded, so the stage differed run to run)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from codethinker.training.bootstrap import build_tiny_model
+    from codethinker.training.reward_model import RewardModelParams, run_reward_model
+    from codethinker.training.tokenizer import train_bpe
+
+    pairs, _ = build_pairs([problem(i, "heldout" if i < 2 else "train") for i in range(6)],
+                           {f"add-{i}": RESPONSE for i in range(6)}, seed=0, judge=stub_judge)  # fmt: skip
+    train, heldout = split_pairs(pairs)
+    tok = train_bpe([p["prompt"] + p["chosen"] + p["rejected"] for p in train], 300)
+    base = build_tiny_model(tmp_path / "base", tok, seed=0, hidden_size=64, num_attention_heads=1,
+                            num_key_value_heads=1, num_hidden_layers=1, intermediate_size=128)  # fmt: skip
+    p = RewardModelParams(max_steps=1, batch_size=4, grad_accum=1, learning_rate=3e-3, max_length=600, logging_steps=1)
+    weights = []
+    for run, noise in enumerate([1, 2]):
+        torch.manual_seed(noise)  # what ran before the stage in this process
+        run_reward_model(str(base), train, heldout, tmp_path / f"rm{run}", p, seed=0)
+        weights.append(load_file(tmp_path / f"rm{run}" / "model.safetensors"))
+    assert weights[0].keys() == weights[1].keys() and "score.weight" in weights[0]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
 def test_load_classifier_checks_the_new_head_quietly_and_refuses_a_foreign_checkpoint(tmp_path, caplog, capfd):
     """From a causal LM only ``score`` is new: no 12-line MISSING table, a working one-logit model; a
     checkpoint whose body weights are missing (another architecture's files) is an error, not a random body."""
