@@ -165,21 +165,28 @@ def test_real_responses_through_the_judge(leetcode_problems, data_mirror):
     assert recode_prompt(chosen[0]).endswith(RECODE_ASK)
 
 
+def tiny_reward_model_data(tmp_path, problems: int):
+    """CRPL pairs of ``problems`` problems (two held out), split, and a tiny Qwen2 base with a BPE trained on them."""
+    from codethinker.training.bootstrap import build_tiny_model
+    from codethinker.training.tokenizer import train_bpe
+
+    pairs, _ = build_pairs([problem(i, "heldout" if i < 2 else "train") for i in range(problems)],
+                           {f"add-{i}": RESPONSE for i in range(problems)}, seed=0, judge=stub_judge)  # fmt: skip
+    train, heldout = split_pairs(pairs)
+    tok = train_bpe([p["prompt"] + p["chosen"] + p["rejected"] for p in train], 300)
+    base = build_tiny_model(tmp_path / "base", tok, seed=0, hidden_size=64, num_attention_heads=1,
+                            num_key_value_heads=1, num_hidden_layers=1, intermediate_size=128)  # fmt: skip
+    return train, heldout, base
+
+
 @pytest.mark.slow
 def test_reward_model_trains_and_scores(tmp_path):
     """A real Bradley-Terry run on the tiny Qwen2 (a few steps): the model is saved, reloads, and the
     metrics hold the held-out accuracy per pair type."""
     from codethinker.rewards.recode import ProcessRewardModel
-    from codethinker.training.bootstrap import build_tiny_model
     from codethinker.training.reward_model import RewardModelParams, run_reward_model
-    from codethinker.training.tokenizer import train_bpe
 
-    pairs, _ = build_pairs([problem(i, "heldout" if i < 2 else "train") for i in range(8)],
-                           {f"add-{i}": RESPONSE for i in range(8)}, seed=0, judge=stub_judge)  # fmt: skip
-    train, heldout = split_pairs(pairs)
-    tok = train_bpe([p["prompt"] + p["chosen"] + p["rejected"] for p in train], 300)
-    base = build_tiny_model(tmp_path / "base", tok, seed=0, hidden_size=64, num_attention_heads=1,
-                            num_key_value_heads=1, num_hidden_layers=1, intermediate_size=128)  # fmt: skip
+    train, heldout, base = tiny_reward_model_data(tmp_path, 8)
     p = RewardModelParams(max_steps=4, batch_size=4, grad_accum=1, learning_rate=3e-3, max_length=600, logging_steps=1)
     curve = tmp_path / "curve.csv"
     m = run_reward_model(str(base), train, heldout, tmp_path / "rm", p, seed=0, curve=curve)
@@ -198,16 +205,9 @@ def test_reward_model_is_a_function_of_its_seed(tmp_path):
     import torch
     from safetensors.torch import load_file
 
-    from codethinker.training.bootstrap import build_tiny_model
     from codethinker.training.reward_model import RewardModelParams, run_reward_model
-    from codethinker.training.tokenizer import train_bpe
 
-    pairs, _ = build_pairs([problem(i, "heldout" if i < 2 else "train") for i in range(6)],
-                           {f"add-{i}": RESPONSE for i in range(6)}, seed=0, judge=stub_judge)  # fmt: skip
-    train, heldout = split_pairs(pairs)
-    tok = train_bpe([p["prompt"] + p["chosen"] + p["rejected"] for p in train], 300)
-    base = build_tiny_model(tmp_path / "base", tok, seed=0, hidden_size=64, num_attention_heads=1,
-                            num_key_value_heads=1, num_hidden_layers=1, intermediate_size=128)  # fmt: skip
+    train, heldout, base = tiny_reward_model_data(tmp_path, 6)
     p = RewardModelParams(max_steps=1, batch_size=4, grad_accum=1, learning_rate=3e-3, max_length=600, logging_steps=1)
     weights = []
     for run, noise in enumerate([1, 2]):
