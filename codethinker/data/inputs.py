@@ -18,6 +18,7 @@ canonical literals):
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import random
 import re
@@ -249,6 +250,27 @@ def llm_prompt(fn: dict[str, Any], n: int) -> list[dict[str, str]]:
 _THINK = re.compile(r"<think>.*?(</think>|\Z)", re.S)
 
 
+def _leading_call(line: str, entry: str) -> str:
+    """The ``entry(...)`` call a line starts with, without what follows it (`` == value``, ``;``).
+
+    Python's parser finds where the call ends, so a string argument holding `` == `` stays whole; a line it
+    cannot parse is cut at its first `` == `` (what the caller then rejects, it counts by reason).
+
+    >>> _leading_call("f(0, ' == ') == [1]", "f"), _leading_call("f(1, 2);", "f"), _leading_call("f(1, == 2", "f")
+    ("f(0, ' == ')", 'f(1, 2)', 'f(1,')
+    """
+    text = line.rstrip().rstrip(";")
+    try:  # a deep or long expression makes the parser raise RecursionError or MemoryError
+        node = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        node = None
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+        node = node.left
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == entry:
+        return ast.get_source_segment(text, node) or text
+    return line.split(" == ", 1)[0].rstrip().rstrip(";")
+
+
 def parse_llm_inputs(
     text: str, params: list[str], entry: str = "f", max_chars: int = 400
 ) -> tuple[list[str], Counter[str]]:
@@ -272,7 +294,7 @@ def parse_llm_inputs(
         if not line.startswith(prefix):
             rejected["not_a_call"] += 1
             continue
-        line = line.split(" == ", 1)[0].rstrip().rstrip(";")
+        line = _leading_call(line, entry)
         if not line.endswith(")"):
             rejected["not_a_call"] += 1
             continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from codethinker.contra.values import parse_call_args
@@ -106,10 +106,35 @@ def test_parser_never_crashes(text):
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers() | st.text(max_size=5) | st.lists(st.integers(), max_size=3), min_size=2, max_size=2))
+@example(values=[0, " == "])  # a string argument holding " == " was cut there (found by this test)
 def test_parser_reads_literal_calls(values):
     line = f"f({values[0]!r}, {values[1]!r})"
     found, _ = parse_llm_inputs(line, ["a", "b"])
     assert found == [f"{values[0]!r}, {values[1]!r}"]
+
+
+@pytest.mark.parametrize(
+    "line, args",
+    [
+        ("f(0, ' == ')", "0, ' == '"),
+        ("f(' == ', [1]) == 3", "' == ', [1]"),
+        ("assert f('a == b', 2) == 'x == y'", "'a == b', 2"),
+        ("f(1, 2);", "1, 2"),
+        ('- f("==", 0) == True', "'==', 0"),  # arguments come back in repr's quotes
+    ],
+)
+def test_parser_cuts_the_call_where_it_ends_not_inside_a_string(line, args):
+    found, rejected = parse_llm_inputs(line, ["a", "b"])
+    assert found == [args] and not rejected
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["f(" + "[" * 300 + "]" * 300 + ", 1)", "f(" + "+".join(["1"] * 200000) + ", 2)", "f(-" + "-" * 100000 + "1, 2)"],
+)
+def test_parser_rejects_calls_too_deep_or_long_for_the_parser(line):
+    found, rejected = parse_llm_inputs(line, ["a", "b"])
+    assert found == [] and sum(rejected.values()) == 1
 
 
 def test_prompt_carries_signature_and_examples():
