@@ -34,8 +34,10 @@ place of math-verify's own single ``signal.alarm``): they need the main thread (
 verdict is an ``error`` that says so) and take over SIGALRM while they run; the timer fires again
 every ``REARM_S`` until the step ends, as one alarm can be lost (raised inside a gc callback or a
 ``__del__``, where Python only prints it: with math-verify's one alarm a CI run judged 300 nested
-parentheses for 119 s). A step in C that never returns to Python could outlast them. A hostile text
-costs at most about two ``timeout_s``.
+parentheses for 119 s). Such a lost alarm is dropped while the timer runs, not handed to
+``sys.unraisablehook``: a hook that formats its traceback (Python's, pytest's) could be cut by the next
+alarm, and pytest reports that as the test's error. A step in C that never returns to Python could
+outlast them. A hostile text costs at most about two ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import itertools
 import math
 import re
 import signal
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
@@ -104,12 +107,20 @@ def brace_depth(text: str) -> int:
 def _deadline(seconds: float) -> Iterator[None]:
     """Raise math-verify's ``TimeoutException`` in the block after ``seconds``, and again every
     ``REARM_S`` until the block ends. Main thread only (``signal.signal`` raises ``ValueError``
-    elsewhere); the previous SIGALRM handler is restored on the way out."""
+    elsewhere); the previous SIGALRM handler is restored on the way out. Meanwhile an alarm that lands
+    where Python can only report it (a gc callback, a ``__del__``) is dropped instead of reaching the
+    previous ``sys.unraisablehook``; anything else still goes there."""
     from math_verify.errors import TimeoutException
 
     def alarm(signum: int, frame: Any) -> None:
         raise TimeoutException(f"over {seconds} s")
 
+    def unraisable(args: Any) -> None:
+        if not (isinstance(args.exc_type, type) and issubclass(args.exc_type, TimeoutException)):
+            hook(args)
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
     previous = signal.signal(signal.SIGALRM, alarm)
     try:
         signal.setitimer(signal.ITIMER_REAL, seconds, REARM_S)
@@ -119,6 +130,7 @@ def _deadline(seconds: float) -> Iterator[None]:
             try:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+                sys.unraisablehook = hook
                 break
             except TimeoutException:
                 continue
