@@ -32,10 +32,11 @@ __all__ = [
     "resolve_params",
 ]
 
-PROFILES = ("default", "full", "paper")
+PROFILES = ("default", "micro-long", "full", "paper")
 # a profile missing from a ``{profile: value}`` mapping takes the value of this one: ``paper`` is
-# ``full`` plus the overrides that name ``paper`` (``{default: 300, full: 0}`` is 0 for paper)
-PROFILE_FALLBACK: dict[str, str] = {"paper": "full"}
+# ``full`` plus the overrides that name ``paper`` (``{default: 300, full: 0}`` is 0 for paper); ``micro-long``
+# is ``default`` plus its own (longer generated programs, a longer SFT: docs/training.md)
+PROFILE_FALLBACK: dict[str, str] = {"paper": "full", "micro-long": "default"}
 
 
 class ParamsError(CodethinkerError, ValueError):

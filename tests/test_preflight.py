@@ -155,7 +155,8 @@ def executable(path: Path, script: str) -> Path:
 
 
 def test_paper_is_a_profile_that_falls_back_to_full() -> None:
-    assert PROFILES == ("default", "full", "paper") and PROFILE_FALLBACK == {"paper": "full"}
+    assert PROFILES == ("default", "micro-long", "full", "paper")
+    assert PROFILE_FALLBACK == {"paper": "full", "micro-long": "default"}
     assert by_profile({"default": 300, "full": 0}, {"profile": "paper"}) == 0
     assert by_profile({"default": 300, "full": 0, "paper": 7}, {"profile": "paper"}) == 7
     assert by_profile({"default": 300, "full": 0, "paper": 7}, {"profile": "full"}) == 0
@@ -164,8 +165,18 @@ def test_paper_is_a_profile_that_falls_back_to_full() -> None:
         by_profile({"default": 1}, {"profile": "paper"})
     with pytest.raises(ParamsError, match="no value for profile 'default'"):
         by_profile({"paper": 1}, {"profile": "default"})
-    with pytest.raises(ParamsError, match=r"base\.profile must be one of default, full, paper"):
+    with pytest.raises(ParamsError, match=r"base\.profile must be one of default, micro-long, full, paper"):
         by_profile({"default": 1}, {"profile": "tiny"})
+
+
+def test_micro_long_is_default_with_its_own_overrides() -> None:
+    assert by_profile({"default": 2, "full": 0}, {"profile": "micro-long"}) == 2
+    assert by_profile({"default": 2, "full": 0, "micro-long": 5}, {"profile": "micro-long"}) == 5
+    assert by_profile({"default": 2, "full": 0, "micro-long": 5}, {"profile": "default"}) == 2
+    with pytest.raises(ParamsError, match="no value for profile 'full'"):  # full never falls back to micro-long
+        by_profile({"default": 2, "micro-long": 5}, {"profile": "full"})
+    with pytest.raises(ParamsError, match=r"no value for profile 'micro-long' \(nor for 'default'"):
+        by_profile({"full": 1}, {"profile": "micro-long"})
 
 
 def test_resolve_params_replaces_every_profile_mapping_at_any_depth() -> None:

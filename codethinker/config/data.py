@@ -74,6 +74,9 @@ class GenInputsConfig(Section):
     )
 
 
+SYNTH_FORMS = ("basic", "cruxeval")  # codethinker.data.synth.FORMS (not imported: every data stage reads this module)
+
+
 @dataclass(frozen=True)
 class SynthConfig(Section):
     SECTION: ClassVar[str] = "synth"
@@ -83,6 +86,14 @@ class SynthConfig(Section):
     seed: int = field(default=1, metadata={"help": "added to base.seed"})
     max_statements: int = field(default=2, metadata=bounded("statements before the return (a block counts one)", ge=0))
     max_params: int = field(default=1, metadata=bounded("parameters per function", ge=0))
+    forms: str = field(
+        default="basic",
+        metadata={"help": "basic | cruxeval (also list and string methods, string loops, dict counts: CRUXEval's)"},
+    )
+
+    def __post_init__(self) -> None:
+        if self.forms not in SYNTH_FORMS:
+            raise ValueError(f"synth.forms must be one of {', '.join(SYNTH_FORMS)}, got {self.forms!r}")
 
 
 @dataclass(frozen=True)

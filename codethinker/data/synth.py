@@ -11,6 +11,12 @@ input by construction (the funnel's execution filter still runs them in the sand
 (['f', 'f'], True)
 >>> generate(n=3, seed=7) == generate(n=3, seed=7)  # deterministic
 True
+
+``forms="cruxeval"`` adds what CRUXEval's programs do and the basic forms lack: in-place list methods
+(``append``, ``insert``, ``extend``, ``reverse``, ``sort``), string methods (``replace``, ``strip``,
+``find``, ``join``, ``title``, ``zfill`` ...), a character loop that builds a string and a dict that counts
+characters. ``forms="basic"`` draws the same random numbers as before these forms existed, so its
+programs are unchanged: the new forms draw only when they are on.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SynthProgram", "generate", "sample_source"]
+__all__ = ["FORMS", "SynthProgram", "generate", "sample_source"]
 
 _INT_NAMES = ("a", "b", "c", "n", "k", "m", "t", "total", "count", "acc", "x0", "y", "z", "res", "val")
 _LIST_NAMES = ("xs", "nums", "arr", "vals", "items", "out", "seen", "stack")
 _STR_NAMES = ("s", "word", "text", "name", "w")
+_DICT_NAMES = ("d", "counts", "freq", "table")
+FORMS = ("basic", "cruxeval")
 
 
 @dataclass(frozen=True)
@@ -36,15 +44,17 @@ class SynthProgram:
 
 
 class _Gen:
-    def __init__(self, rng: random.Random, max_statements: int = 3, max_params: int = 2) -> None:
+    def __init__(self, rng: random.Random, max_statements: int = 3, max_params: int = 2, forms: str = "basic") -> None:
         self.r = rng
         self.max_statements, self.max_params = max_statements, max_params
+        self.cruxeval = forms == "cruxeval"
         self.ints: list[str] = []
         self.lists: list[str] = []  # lists of ints, never empty
         self.strs: list[str] = []
+        self.dicts: list[str] = []  # never returned, never read but by the statement that fills them
 
     def fresh(self, pool: tuple[str, ...]) -> str:
-        used = set(self.ints) | set(self.lists) | set(self.strs)
+        used = set(self.ints) | set(self.lists) | set(self.strs) | set(self.dicts)
         free = [v for v in pool if v not in used]
         return self.r.choice(free) if free else self.r.choice(pool) + str(self.r.randint(1, 9))
 
@@ -76,9 +86,14 @@ class _Gen:
 
     def statement(self) -> list[str]:
         r = self.r
-        kind = r.choice(["assign", "assign", "if", "for", "while"] + (["list", "str"] if self.lists else ["str"]))
+        kinds = ["assign", "assign", "if", "for", "while"] + (["list", "str"] if self.lists else ["str"])
+        if self.cruxeval:
+            kinds += ["method", "method"] + (["strloop", "strcount"] if self.strs else [])
+        kind = r.choice(kinds)
         if kind == "str" and not self.strs:
             kind = "assign"
+        if kind in ("method", "strloop", "strcount"):
+            return self.cruxeval_statement(kind)
         if kind == "assign":
             v = self.fresh(_INT_NAMES)
             line = [f"{v} = {self.int_expr()}"]
@@ -118,6 +133,79 @@ class _Gen:
         self.ints.append(v)
         return [f"{v} = {start}", f"while {v} > {r.randint(0, 2)}:", f"    {v} -= {step}"]
 
+    def cruxeval_statement(self, kind: str) -> list[str]:
+        """A statement of CRUXEval's kinds: a list or string method, a loop building a string, a dict count."""
+        r = self.r
+        if kind == "strloop":
+            s, v = r.choice(self.strs), self.fresh(_STR_NAMES)
+            test = r.choice(["ch in 'aeiou'", "ch.isalpha()", f"ch != '{r.choice('abcde')}'"])
+            then = r.choice(["ch.upper()", "ch * 2", f"'{r.choice('xyz')}'"])
+            self.strs.append(v)
+            return [
+                f"{v} = ''",
+                f"for ch in {s}:",
+                f"    if {test}:",
+                f"        {v} += {then}",
+                "    else:",
+                f"        {v} += ch",
+            ]
+        if kind == "strcount":
+            s, d, v = r.choice(self.strs), self.fresh(_DICT_NAMES), self.fresh(_INT_NAMES)
+            self.dicts.append(d)
+            self.ints.append(v)
+            out = r.choice([f"len({d})", f"max({d}.values()) if {d} else 0", f"{d}.get('{r.choice('aeiou')}', 0)"])
+            return [f"{d} = {{}}", f"for ch in {s}:", f"    {d}[ch] = {d}.get(ch, 0) + 1", f"{v} = {out}"]
+        c = r.randint(0, 9)
+        forms: list[str] = []
+        if self.lists:
+            xs = r.choice(self.lists)
+            forms += [
+                f"{xs}.append({self.int_expr()})",
+                f"{xs}.insert(0, {c})",
+                f"{xs}.extend([{c}, {c + 1}])",
+                f"{xs}.reverse()",
+                f"{xs}.sort()",
+                f"{xs}.sort(reverse=True)",
+            ]
+        if self.strs:
+            s = r.choice(self.strs)
+            a, b = r.choice("abcdeiou"), r.choice("xyz")
+            forms += [
+                "S = " + m
+                for m in (
+                    f"{s}.replace('{a}', '{b}')",
+                    f"{s}.strip('{a}')",
+                    f"{s}.title()",
+                    f"{s}.swapcase()",
+                    f"'-'.join({s})",
+                    f"{s}.zfill(6)",
+                    f"{s}.capitalize()",
+                    f"{s}.lstrip('{a}') + {s}.rstrip('{a}')",
+                )
+            ]
+            forms += ["I = " + m for m in (f"{s}.find('{a}')", f"{s}.rfind('{a}')", f"len({s}.split('{a}'))")]
+            if self.lists:
+                forms += [
+                    f"S = ''.join(str(v) for v in {r.choice(self.lists)})",
+                    f"L = [ord(ch) % 10 for ch in {s}] + [{c}]",
+                ]
+        if not forms:  # ints only: a plain assignment
+            v = self.fresh(_INT_NAMES)
+            line = f"{v} = {self.int_expr()}"
+            self.ints.append(v)
+            return [line]
+        line = r.choice(forms)
+        for tag, pool, names in (
+            ("S = ", self.strs, _STR_NAMES),
+            ("I = ", self.ints, _INT_NAMES),
+            ("L = ", self.lists, _LIST_NAMES),
+        ):
+            if line.startswith(tag):
+                v = self.fresh(names)
+                pool.append(v)
+                return [v + line[1:]]
+        return [line]
+
     def program(self) -> SynthProgram:
         r = self.r
         params, args = [], []
@@ -145,21 +233,26 @@ class _Gen:
         return SynthProgram("\n".join(lines) + "\n", ", ".join(args))
 
 
-def generate(n: int, seed: int = 0, max_statements: int = 3, max_params: int = 2) -> list[SynthProgram]:
+def generate(
+    n: int, seed: int = 0, max_statements: int = 3, max_params: int = 2, forms: str = "basic"
+) -> list[SynthProgram]:
     """``n`` distinct programs (by source and input), deterministic in ``seed``.
 
     Each has 1..``max_params`` parameters and 1..``max_statements`` generated statements (an
-    ``if``/``else``, ``for`` or ``while`` statement counts as one) before its ``return``.
+    ``if``/``else``, ``for`` or ``while`` statement counts as one) before its ``return``; ``forms``:
+    ``basic`` or ``cruxeval`` (the module's docstring).
     """
     if max_statements < 1 or max_params < 1:
         raise ValueError("max_statements and max_params must be >= 1")
+    if forms not in FORMS:
+        raise ValueError(f"forms must be one of {', '.join(FORMS)}, got {forms!r}")
     rng = random.Random(seed)
     out: list[SynthProgram] = []
     seen: set[tuple[str, str]] = set()
     tries = 0
     while len(out) < n and tries < 50 * n + 100:
         tries += 1
-        prog = _Gen(rng, max_statements, max_params).program()
+        prog = _Gen(rng, max_statements, max_params, forms).program()
         if (prog.source, prog.input) not in seen:
             seen.add((prog.source, prog.input))
             out.append(prog)

@@ -79,6 +79,13 @@ class SFTParams:
     copy_warmup: float = field(
         default=0.0, metadata={"help": "share of the steps first spent on copy rows (answer = prompt); 0: none"}
     )
+    short_first: float = field(
+        default=0.0,
+        metadata={
+            "help": "share of the trace steps first spent on the shorter half of the rows (rendered length at most "
+            "the median), before every row: short programs before long ones and LeetCode's; 0: none"
+        },
+    )
     loss: str = field(
         default="fused",
         metadata={
@@ -111,6 +118,8 @@ class SFTParams:
             raise ValueError(f"sft.finetune must be one of {', '.join(FINETUNE)}, got {self.finetune!r}")
         if not 0.0 <= self.copy_warmup < 1.0:
             raise ValueError(f"sft.copy_warmup must be in [0, 1), got {self.copy_warmup!r}")
+        if not 0.0 <= self.short_first < 1.0:
+            raise ValueError(f"sft.short_first must be in [0, 1), got {self.short_first!r}")
         if self.loss not in LOSSES:
             raise ValueError(f"sft.loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
         if self.precision not in PRECISIONS:
@@ -155,18 +164,28 @@ def copy_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def curriculum(
-    lengths: list[int], copy_lengths: list[int], batches: int, batch_size: int, copy_share: float, seed: int = 0
+    lengths: list[int],
+    copy_lengths: list[int],
+    batches: int,
+    batch_size: int,
+    copy_share: float,
+    seed: int = 0,
+    short_share: float = 0.0,
 ) -> list[tuple[str, int]]:
     """The row order of a whole run: ``("copy", i)`` for the first ``copy_share`` of ``batches``, then
-    ``("trace", i)``. Each phase reshuffles its rows every pass, cuts them into full batches of similar
+    ``("trace", i)``: the first ``short_share`` of those from the rows at most the median length, the rest
+    from every row. Each phase reshuffles its rows every pass, cuts them into full batches of similar
     length (sorted within windows of 64 batches) and shuffles the batches.
 
     >>> order = curriculum([5, 9, 7, 8], [3, 4], batches=4, batch_size=2, copy_share=0.25)
     >>> [kind for kind, _ in order]
     ['copy', 'copy', 'trace', 'trace', 'trace', 'trace', 'trace', 'trace']
+    >>> [i for _, i in curriculum([5, 9, 7, 8], [], batches=2, batch_size=2, copy_share=0.0, short_share=0.5)][:2]
+    [0, 2]
     """
     rng = random.Random(seed)
     n_copy = round(batches * copy_share) if copy_lengths else 0
+    n_short = round((batches - n_copy) * short_share)
 
     def phase(lens: list[int], n: int) -> list[int]:
         if n and len(lens) < batch_size:
@@ -184,7 +203,13 @@ def curriculum(
             out += groups
         return [i for g in out[:n] for i in g]
 
-    return [("copy", i) for i in phase(copy_lengths, n_copy)] + [("trace", i) for i in phase(lengths, batches - n_copy)]
+    copies = [("copy", i) for i in phase(copy_lengths, n_copy)]
+    short: list[int] = []
+    if n_short:
+        median = sorted(lengths)[(len(lengths) - 1) // 2]
+        rows = [i for i, n in enumerate(lengths) if n <= median]
+        short = [rows[j] for j in phase([lengths[i] for i in rows], n_short)]
+    return copies + [("trace", i) for i in short + phase(lengths, batches - n_copy - n_short)]
 
 
 def make_sft_trainer(
@@ -253,17 +278,21 @@ def training_order(
     kept: list[dict[str, Any]], lengths: list[int], n_chars: Any, p: SFTParams
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """``(rows in training order, copy rows, optimizer steps on copy rows)``: with ``copy_warmup`` the
-    whole run's :func:`curriculum`, else the rows as they are (the trainer groups them by length)."""
-    if not p.copy_warmup:
+    whole run's :func:`curriculum` (also with ``short_first`` alone), else the rows as they are (the trainer
+    groups them by length)."""
+    if not p.copy_warmup and not p.short_first:
         return kept, [], 0
-    candidates = [copy_row(c) for c in kept]
-    pairs = list(zip(candidates, n_chars([c["prompt"] + c["completion"] for c in candidates]), strict=True))
-    copies, copy_lengths = [c for c, n in pairs if n], [n for _, n in pairs if n]
+    copies: list[dict[str, Any]] = []
+    copy_lengths: list[int] = []
+    if p.copy_warmup:
+        candidates = [copy_row(c) for c in kept]
+        pairs = list(zip(candidates, n_chars([c["prompt"] + c["completion"] for c in candidates]), strict=True))
+        copies, copy_lengths = [c for c, n in pairs if n], [n for _, n in pairs if n]
     if p.max_steps > 0:
         batches = p.max_steps * p.grad_accum
     else:
         batches = math.ceil(math.ceil(p.epochs * len(kept) / p.step_rows) / (1 - p.copy_warmup))
-    order = curriculum(lengths, copy_lengths, batches, p.step_rows, p.copy_warmup, p.seed)
+    order = curriculum(lengths, copy_lengths, batches, p.step_rows, p.copy_warmup, p.seed, p.short_first)
     train_rows = [copies[i] if kind == "copy" else kept[i] for kind, i in order]
     copy_steps = sum(kind == "copy" for kind, _ in order) // (p.step_rows * p.grad_accum)
     return train_rows, copies, copy_steps
@@ -350,7 +379,7 @@ def run_sft(model: str | Path, data: str | Path, out: Path, p: SFTParams, run: A
     kept, lengths, too_long = fitting_rows(rows, n_chars, p)
     train_rows, copies, copy_steps = training_order(kept, lengths, n_chars, p)
     ck, resume = prepare_checkpoints(out, fingerprint(p, data, train_rows, model))  # the rows it trains on
-    ordered = bool(copies)
+    ordered = train_rows is not kept  # a curriculum: every row of the run in order
     if p.processes > 1:
         from codethinker.training.sft_launch import launch_sft
 

@@ -176,6 +176,34 @@ class TestCurriculum:
         assert sum(k == "copy" for k, _ in order) == n_copy * batch_size
         assert all(0 <= i < len(lengths) for _, i in order)
 
+    def test_short_first_trains_the_shorter_half_before_every_row(self):
+        lengths = [(i * 37) % 500 for i in range(256)]
+        median = sorted(lengths)[127]
+        order = curriculum(lengths, list(range(256)), batches=40, batch_size=4, copy_share=0.25, short_share=0.5)
+        kinds = [k for k, _ in order]
+        assert kinds == ["copy"] * 40 + ["trace"] * 120  # copy rows first, as without it
+        short, rest = order[40:100], order[100:]  # half of the 30 trace batches, then every row
+        assert all(lengths[i] <= median for _, i in short)
+        assert max(lengths[i] for _, i in rest) > median
+        assert sorted(i for _, i in rest) == sorted(set(i for _, i in rest))  # under one pass: each row once
+
+    def test_no_short_share_leaves_the_order_as_it_was(self):
+        lengths = [(i * 37) % 500 for i in range(64)]
+        assert curriculum(lengths, lengths, 20, 4, 0.3, seed=5) == curriculum(lengths, lengths, 20, 4, 0.3, 5, 0.0)
+
+    @settings(max_examples=50, deadline=None)
+    @given(st.lists(st.integers(1, 900), min_size=16, max_size=60), st.integers(1, 30), st.floats(0.0, 0.9))
+    def test_short_share_keeps_the_run_length(self, lengths, batches, share):
+        order = curriculum(lengths, [], batches, 4, 0.0, short_share=share)
+        assert len(order) == batches * 4
+        n_short = round(batches * share) * 4
+        median = sorted(lengths)[(len(lengths) - 1) // 2]
+        assert all(lengths[i] <= median for _, i in order[:n_short])
+
+    def test_short_first_out_of_range_is_refused(self):
+        with pytest.raises(ValueError, match=r"short_first must be in \[0, 1\)"):
+            SFTParams(short_first=1.0)
+
     def test_copy_row_answers_with_the_prompt(self, sft_jsonl):
         row = to_prompt_completion(load_sft_rows(sft_jsonl)[0])
         c = copy_row(row)
