@@ -156,22 +156,22 @@ class _Gen:
             out = r.choice([f"len({d})", f"max({d}.values()) if {d} else 0", f"{d}.get('{r.choice('aeiou')}', 0)"])
             return [f"{d} = {{}}", f"for ch in {s}:", f"    {d}[ch] = {d}.get(ch, 0) + 1", f"{v} = {out}"]
         c = r.randint(0, 9)
-        forms: list[str] = []
+        forms: list[tuple[str, str]] = []  # (what it assigns: "" for an in-place call, "int", "str", "list"; its text)
         if self.lists:
             xs = r.choice(self.lists)
             forms += [
-                f"{xs}.append({self.int_expr()})",
-                f"{xs}.insert(0, {c})",
-                f"{xs}.extend([{c}, {c + 1}])",
-                f"{xs}.reverse()",
-                f"{xs}.sort()",
-                f"{xs}.sort(reverse=True)",
+                ("", f"{xs}.append({self.int_expr()})"),
+                ("", f"{xs}.insert(0, {c})"),
+                ("", f"{xs}.extend([{c}, {c + 1}])"),
+                ("", f"{xs}.reverse()"),
+                ("", f"{xs}.sort()"),
+                ("", f"{xs}.sort(reverse=True)"),
             ]
         if self.strs:
             s = r.choice(self.strs)
             a, b = r.choice("abcdeiou"), r.choice("xyz")
             forms += [
-                "S = " + m
+                ("str", m)
                 for m in (
                     f"{s}.replace('{a}', '{b}')",
                     f"{s}.strip('{a}')",
@@ -183,28 +183,28 @@ class _Gen:
                     f"{s}.lstrip('{a}') + {s}.rstrip('{a}')",
                 )
             ]
-            forms += ["I = " + m for m in (f"{s}.find('{a}')", f"{s}.rfind('{a}')", f"len({s}.split('{a}'))")]
+            forms += [("int", m) for m in (f"{s}.find('{a}')", f"{s}.rfind('{a}')", f"len({s}.split('{a}'))")]
             if self.lists:
                 forms += [
-                    f"S = ''.join(str(v) for v in {r.choice(self.lists)})",
-                    f"L = [ord(ch) % 10 for ch in {s}] + [{c}]",
+                    ("str", f"''.join(str(v) for v in {r.choice(self.lists)})"),
+                    ("list", f"[ord(ch) % 10 for ch in {s}] + [{c}]"),
                 ]
         if not forms:  # ints only: a plain assignment
             v = self.fresh(_INT_NAMES)
             line = f"{v} = {self.int_expr()}"
             self.ints.append(v)
             return [line]
-        line = r.choice(forms)
-        for tag, pool, names in (
-            ("S = ", self.strs, _STR_NAMES),
-            ("I = ", self.ints, _INT_NAMES),
-            ("L = ", self.lists, _LIST_NAMES),
-        ):
-            if line.startswith(tag):
-                v = self.fresh(names)
-                pool.append(v)
-                return [v + line[1:]]
-        return [line]
+        target, text = r.choice(forms)
+        if not target:
+            return [text]
+        pool, names = {
+            "int": (self.ints, _INT_NAMES),
+            "str": (self.strs, _STR_NAMES),
+            "list": (self.lists, _LIST_NAMES),
+        }[target]
+        v = self.fresh(names)
+        pool.append(v)
+        return [f"{v} = {text}"]
 
     def program(self) -> SynthProgram:
         r = self.r

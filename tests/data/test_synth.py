@@ -9,6 +9,7 @@ import pytest
 from codethinker.data.synth import generate
 
 DIGEST_BASIC = "85eac8284930267a"  # generate(2000, seed=1, max_statements=2, max_params=1) before the cruxeval forms
+DIGEST_CRUXEVAL = "ae5fcb43be959be7"  # generate(3000, seed=4, max_statements=5, max_params=2, forms="cruxeval")
 
 
 class TestGenerate:
@@ -89,6 +90,8 @@ class TestCruxevalForms:
         progs = generate(2000, seed=1, max_statements=2, max_params=1)
         digest = hashlib.sha256("".join(p.source + p.input for p in progs).encode()).hexdigest()[:16]
         assert digest == DIGEST_BASIC
+        crux = generate(3000, seed=4, max_statements=5, max_params=2, forms="cruxeval")  # micro-long's programs
+        assert hashlib.sha256("".join(p.source + p.input for p in crux).encode()).hexdigest()[:16] == DIGEST_CRUXEVAL
         assert generate(50, seed=2, forms="basic") == generate(50, seed=2)
 
     def test_unknown_forms_are_refused(self):
