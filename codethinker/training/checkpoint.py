@@ -125,6 +125,19 @@ def prepare_checkpoints(out: Path, fp: dict[str, Any]) -> tuple[Path, str | None
     return ck, resume_point(ck)
 
 
+LOADER_KWARGS = ("local_files_only",)  # how a tokenizer was loaded (it follows HF_HUB_OFFLINE), not what it is
+
+
+def save_tokenizer(tokenizer: Any, dest: Path | str) -> None:
+    """``tokenizer.save_pretrained(dest)`` without the loader's ``local_files_only``. transformers writes the
+    keyword arguments a tokenizer was loaded with into ``tokenizer_config.json``, and that one is
+    ``HF_HUB_OFFLINE``'s: the same model saved under ``make run`` (offline) and under a plain ``dvc repro``
+    differed in that file, so DVC reran every stage after it."""
+    for key in LOADER_KWARGS:
+        tokenizer.init_kwargs.pop(key, None)
+    tokenizer.save_pretrained(str(dest))
+
+
 def save_merged(model: Any, tokenizer: Any, dest: Path, *, lora: bool = True, dtype: str | None = None) -> None:
     """``dest``: the model (a PEFT model merged first when ``lora``), safetensors, and the tokenizer; ``dtype``
     (``bfloat16``, ``float32``): the weights written in it (the model is cast in place: saving comes last)."""
@@ -134,12 +147,12 @@ def save_merged(model: Any, tokenizer: Any, dest: Path, *, lora: bool = True, dt
 
         merged = merged.to(getattr(torch, dtype))
     merged.save_pretrained(str(dest), safe_serialization=True)
-    tokenizer.save_pretrained(str(dest))
+    save_tokenizer(tokenizer, dest)
 
 
 def save_policy(model: Any, tokenizer: Any, out: Path, *, lora: bool = True, dtype: str | None = None) -> None:
     """``out/adapter`` (``lora`` only: the PEFT adapter and the tokenizer) and ``out/merged`` (in ``dtype``)."""
     if lora:
         model.save_pretrained(str(Path(out) / "adapter"))
-        tokenizer.save_pretrained(str(Path(out) / "adapter"))
+        save_tokenizer(tokenizer, Path(out) / "adapter")
     save_merged(model, tokenizer, Path(out) / "merged", lora=lora, dtype=dtype)

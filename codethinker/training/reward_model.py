@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codethinker.rewards.recode import ProcessRewardModel, load_classifier
+from codethinker.training.checkpoint import save_tokenizer
 from codethinker.training.common import PRECISIONS, resolve_precision
 
 __all__ = ["RewardModelParams", "pair_accuracy", "run_reward_model"]
@@ -152,7 +153,7 @@ def run_reward_model(
     trainer.model.config.pad_token_id = probe.tok.pad_token_id
     trainer.model.to(resolve_precision(p.precision).torch_dtype("save"))  # the checkpoint in the dtype asked for
     trainer.save_model(str(out))
-    probe.tok.save_pretrained(str(out))
+    save_tokenizer(probe.tok, out)  # over the trainer's copy, which keeps the loader's local_files_only
     scorer = ProcessRewardModel(out)
     losses = [h["loss"] for h in cb.history if "loss" in h]
     return {

@@ -126,6 +126,8 @@ def export_checkpoint(
     """Write ``<out>/adapter`` (LoRA) and ``<out>/merged`` from the latest verl checkpoint."""
     from transformers import AutoTokenizer
 
+    from codethinker.training.checkpoint import save_tokenizer
+
     step, actor = latest_actor_checkpoint(checkpoints)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -143,7 +145,7 @@ def export_checkpoint(
             tok = AutoTokenizer.from_pretrained(base)
             adapter, merged = tmp / "adapter", tmp / "merged"
             _write_adapter(lora, base, adapter)
-            tok.save_pretrained(str(adapter))
+            save_tokenizer(tok, adapter)
             _merge_adapter(base, adapter, tok, merged)
         else:
             adapter, merged = None, hf  # full fine-tuning: the merger's model (with its tokenizer) is the policy

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, resume_point, save_policy
+from codethinker.training.checkpoint import fingerprint, prepare_checkpoints, resume_point, save_policy, save_tokenizer
 
 
 @dataclass
@@ -16,6 +16,7 @@ class _P:
 class _Saves:
     def __init__(self, log, name):
         self.log, self.name = log, name
+        self.init_kwargs: dict = {}
 
     def save_pretrained(self, path, **kw):
         self.log.append((self.name, path.rsplit("/", 1)[-1], kw))
@@ -72,3 +73,23 @@ def test_a_finished_run_starts_over_an_unfinished_one_resumes(tmp_path):
     (ck / "checkpoint-12").mkdir()
     (ck / "checkpoint-12" / "trainer_state.json").write_text(state(12))  # killed at step 12: resumes there
     assert resume_point(ck) == str(ck / "checkpoint-12") and (ck / "checkpoint-12").exists()
+
+
+def test_a_saved_tokenizer_is_the_same_bytes_however_it_was_loaded(tiny_model, tmp_path):
+    """transformers writes the loader's ``local_files_only`` (HF_HUB_OFFLINE's value) into
+    tokenizer_config.json: ``make run`` (offline) and a plain ``dvc repro`` saved the same GRPO policy with
+    files that differed in that key, and DVC reran every stage after it."""
+    from transformers import AutoTokenizer
+
+    saved = {}
+    for offline in (True, False):  # the tests run offline, so the online loader's value is set by hand
+        tok = AutoTokenizer.from_pretrained(str(tiny_model))
+        assert tok.init_kwargs.get("local_files_only") is True  # what plain save_pretrained writes offline
+        tok.init_kwargs["local_files_only"] = offline
+        save_tokenizer(tok, tmp_path / str(offline))
+        saved[offline] = {f.name: f.read_bytes() for f in sorted((tmp_path / str(offline)).iterdir())}
+    assert saved[True] == saved[False]
+    assert "local_files_only" not in json.loads(saved[True]["tokenizer_config.json"])
+    again = AutoTokenizer.from_pretrained(str(tmp_path / "True"))
+    probe = "[TRACE]\n[LOCALS]\n{'x': 1}\n[/LOCALS]"
+    assert again(probe).input_ids == AutoTokenizer.from_pretrained(str(tiny_model))(probe).input_ids
