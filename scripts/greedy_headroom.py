@@ -56,14 +56,37 @@ def headroom(answers: list[dict], base: str = "after_sft", new: str = "after_grp
     return out
 
 
+KEYS = ("model", "pass", "set", "id", "reward")
+
+
+def read_answers(path: Path) -> list[dict]:
+    """The answers of ``path``; a row that is not JSON, or lacks one of :data:`KEYS`, is a ``ValueError`` naming
+    the file, the row (1-based) and the key."""
+    answers = []
+    with gzip.open(path, "rt") as fh:
+        for n, line in enumerate(fh, 1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: row {n}: not JSON ({exc.msg})") from None
+            missing = [k for k in KEYS if not isinstance(row, dict) or k not in row]
+            if missing:
+                raise ValueError(f"{path}: row {n}: no {missing[0]!r}")
+            answers.append(row)
+    return answers
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--answers", type=Path, required=True, help="train_eval's answers (gzipped JSONL)")
     ap.add_argument("--base", default="after_sft", help="the model whose greedy and sampled answers are compared")
     ap.add_argument("--new", default="after_grpo", help="the model whose greedy change is split (if scored)")
     a = ap.parse_args(argv)
-    with gzip.open(a.answers, "rt") as fh:
-        answers = [json.loads(line) for line in fh]
+    try:
+        answers = read_answers(a.answers)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     rows = headroom(answers, a.base, a.new)
     if not rows:
         print(f"{a.answers}: no held-out set has both greedy and sampled answers of {a.base}", file=sys.stderr)

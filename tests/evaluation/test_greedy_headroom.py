@@ -95,3 +95,16 @@ class TestHeadroom:
         assert abs(row["diff_beaten"] + row["diff_rest"] - mean_change) < 1e-9
         assert row["best_of_k"] >= 0 and row["beaten"] <= row["n"] == len(prompts)
         assert row["up_beaten"] <= row["up"] and row["down_beaten"] <= row["down"]
+
+    def test_a_bad_row_is_one_line_naming_file_row_and_key(self, tmp_path, capsys):
+        good = _answer("after_sft", "greedy", 0, 1.0)
+        for bad, says in (
+            ({k: v for k, v in good.items() if k != "reward"}, "row 2: no 'reward'"),
+            ("{", "row 2: not JSON"),
+        ):
+            path = tmp_path / "answers.jsonl.gz"
+            with gzip.open(path, "wt") as fh:
+                fh.write(json.dumps(good) + "\n" + (bad if isinstance(bad, str) else json.dumps(bad)) + "\n")
+            assert greedy_headroom.main(["--answers", str(path)]) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith(str(path)) and says in err[0]
