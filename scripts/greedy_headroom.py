@@ -30,18 +30,18 @@ def headroom(answers: list[dict], base: str = "after_sft", new: str = "after_grp
     >>> r["n"], r["beaten"], r["best_of_k"], r["up"], r["down"], r["diff_beaten"], r["diff_rest"]
     (2, 1, 2.0, 1, 1, 2.0, -2.0)
     """
-    greedy: dict[tuple[str, str], dict] = defaultdict(dict)
-    sampled: dict[tuple[str, str], dict] = defaultdict(lambda: defaultdict(list))
+    greedy: dict[tuple[str, str], dict] = defaultdict(dict)  # (model, set) -> prompt id -> reward
+    sampled: dict[str, dict] = defaultdict(lambda: defaultdict(list))  # set -> prompt id -> base's sampled rewards
     for a in answers:
         if a["pass"] == "greedy":
             greedy[a["model"], a["set"]][a["id"]] = float(a["reward"])
         elif a["model"] == base:
-            sampled[base, a["set"]][a["id"]].append(float(a["reward"]))
+            sampled[a["set"]][a["id"]].append(float(a["reward"]))
     out = {}
     for (model, kind), g in greedy.items():
-        if model != base or not sampled[base, kind]:
+        if model != base or kind not in sampled:
             continue
-        best = {i: max(sampled[base, kind][i]) for i in g if sampled[base, kind].get(i)}
+        best = {i: max(sampled[kind][i]) for i in g if i in sampled[kind]}
         beaten = {i for i, b in best.items() if b > g[i]}
         n = len(g)
         row = {"n": n, "beaten": len(beaten), "best_of_k": sum(best[i] - g[i] for i in beaten) / n}
