@@ -132,10 +132,12 @@ def save_tokenizer(tokenizer: Any, dest: Path | str) -> None:
     """``tokenizer.save_pretrained(dest)`` without the loader's ``local_files_only``. transformers writes the
     keyword arguments a tokenizer was loaded with into ``tokenizer_config.json``, and that one is
     ``HF_HUB_OFFLINE``'s: the same model saved under ``make run`` (offline) and under a plain ``dvc repro``
-    differed in that file, so DVC reran every stage after it."""
-    for key in LOADER_KWARGS:
-        tokenizer.init_kwargs.pop(key, None)
-    tokenizer.save_pretrained(str(dest))
+    differed in that file, so DVC reran every stage after it. The tokenizer itself is left as it was."""
+    kept = {key: tokenizer.init_kwargs.pop(key) for key in LOADER_KWARGS if key in tokenizer.init_kwargs}
+    try:
+        tokenizer.save_pretrained(str(dest))
+    finally:
+        tokenizer.init_kwargs.update(kept)
 
 
 def save_merged(model: Any, tokenizer: Any, dest: Path, *, lora: bool = True, dtype: str | None = None) -> None:

@@ -109,6 +109,14 @@ class GRPOParams:
             "or by nothing (none: Dr. GRPO's, so a group of nearly equal rewards gets small advantages)"
         },
     )
+    negative_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "the factor on every negative advantage (a sample below its group's mean): 1 = GRPO's, 0 = "
+            "positive samples only (PSR: Zhu et al. 2025, 'The Surprising Effectiveness of Negative "
+            "Reinforcement in LLM Reasoning'); local backend"
+        },
+    )
     beta: float = field(default=0.0, metadata={"help": "KL loss coefficient (paper: no KL loss)"})
     entropy_coeff: float = field(default=0.0, metadata={"help": "entropy bonus (paper: 0; verl only)"})
     gradient_checkpointing: bool = field(
@@ -214,6 +222,10 @@ class GRPOParams:
             raise ValueError(f"grpo.backend must be local or verl, got {self.backend!r}")
         if self.scale_rewards not in ("group", "none"):
             raise ValueError(f"grpo.scale_rewards must be group or none, got {self.scale_rewards!r}")
+        if not self.negative_weight >= 0:
+            raise ValueError(f"grpo.negative_weight must be >= 0, got {self.negative_weight}")
+        if self.negative_weight != 1 and self.backend != "local":
+            raise ValueError("grpo.negative_weight is the local backend's (verl's advantages are its own): set it to 1")
         if self.finetune not in FINETUNE:
             raise ValueError(f"grpo.finetune must be one of {', '.join(FINETUNE)}, got {self.finetune!r}")
         if self.precision not in PRECISIONS:

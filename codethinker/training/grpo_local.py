@@ -4,7 +4,8 @@ The group of each prompt is ``n_regular`` regular + ``n_dbs`` DBS samples from t
 policy (vLLM where it runs, transformers' generate otherwise), scored by the run's reward, the task's
 (``grpo.task``, :mod:`codethinker.tasks`; :class:`RewardFunc`; output prediction's baselines'
 prompts and all-regular groups come from :func:`~codethinker.training.grpo.resolve_reward`) and
-normalized together (``grpo.scale_rewards``: divided by the group's std, GRPO's, or not). No KL
+normalized together (``grpo.scale_rewards``: divided by the group's std, GRPO's, or not), negative
+advantages times ``grpo.negative_weight`` (1: GRPO's; 0: positive samples only, :func:`trainer_class`). No KL
 loss (``beta=0``), no KL in the reward, no entropy bonus (TRL has none; verl's ``entropy_coeff`` is
 set to 0), alpha = 1 (CRMConfig). Token-level loss aggregation (TRL's ``dapo``), like verl's
 ``token-mean``. With ``rollout.filter_groups`` (DAPO's dynamic sampling, local backend only) the
@@ -41,6 +42,8 @@ __all__ = [
     "make_grpo_trainer",
     "rollout_engine",
     "run_grpo_local",
+    "trainer_class",
+    "weight_negative",
 ]
 
 TIMING = ("step_s", "rollout_s", "rollout_regular_s", "rollout_dbs_s", "reward_s", "sync_s", "update_s")
@@ -197,6 +200,37 @@ def group_rewards(func: Any) -> Callable[[list[str], list[str]], list[float]] | 
     return lambda texts, truths: [float(s.reward) for s in func.score_texts(texts, truths)]
 
 
+def weight_negative(advantages: Any, weight: float) -> Any:
+    """The advantages with each negative one multiplied by ``weight`` (``grpo.negative_weight``; 1: unchanged,
+    0: the samples below their group's mean are not pushed down, only those above it pulled up).
+
+    >>> import torch
+    >>> weight_negative(torch.tensor([1.5, -0.5, 0.0, -1.0]), 0.0).tolist()
+    [1.5, 0.0, 0.0, 0.0]
+    >>> weight_negative(torch.tensor([1.5, -0.5]), 0.5).tolist()
+    [1.5, -0.25]
+    """
+    return advantages.clamp(min=0) + weight * advantages.clamp(max=0)
+
+
+def trainer_class(negative_weight: float) -> type:
+    """TRL's ``GRPOTrainer``, or with ``negative_weight`` != 1 a subclass whose advantages (TRL's, after its
+    group normalization) go through :func:`weight_negative` before the loss. TRL has no option for it; the
+    subclass wraps the method that hands the loss its batch (TRL 1.16's ``_generate_and_score_completions``)."""
+    from trl import GRPOTrainer
+
+    if negative_weight == 1:
+        return GRPOTrainer
+
+    class WeightedGRPOTrainer(GRPOTrainer):
+        def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
+            batch = super()._generate_and_score_completions(inputs)
+            batch["advantages"] = weight_negative(batch["advantages"], negative_weight)
+            return batch
+
+    return WeightedGRPOTrainer
+
+
 def make_grpo_trainer(
     model: str | Path,
     rows: list[dict[str, Any]],
@@ -210,7 +244,6 @@ def make_grpo_trainer(
     prebuilt ``(kind, engine)``); the rows' prompts, the rollout and the default reward follow ``p.reward``."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is "experimental" in TRL 1.16
     p = resolve_model_len(resolve_reward(p))
@@ -240,7 +273,7 @@ def make_grpo_trainer(
     )
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=resolve_precision(p.precision).torch_dtype())
     ds = Dataset.from_list([{"prompt": row["prompt"], "truth": row["truth"], "id": row["id"]} for row in rows])
-    trainer = GRPOTrainer(
+    trainer = trainer_class(p.negative_weight)(
         model=policy,
         reward_funcs=funcs,
         args=args,

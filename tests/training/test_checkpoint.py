@@ -87,6 +87,7 @@ def test_a_saved_tokenizer_is_the_same_bytes_however_it_was_loaded(tiny_model, t
         assert tok.init_kwargs.get("local_files_only") is True  # what plain save_pretrained writes offline
         tok.init_kwargs["local_files_only"] = offline
         save_tokenizer(tok, tmp_path / str(offline))
+        assert tok.init_kwargs["local_files_only"] is offline  # the caller's tokenizer is not changed
         saved[offline] = {f.name: f.read_bytes() for f in sorted((tmp_path / str(offline)).iterdir())}
     assert saved[True] == saved[False]
     assert "local_files_only" not in json.loads(saved[True]["tokenizer_config.json"])

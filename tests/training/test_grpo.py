@@ -8,6 +8,8 @@ import logging
 import types
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codethinker.contra.render import render_prompt, render_trace, vanilla_prompt
 from codethinker.contra.tracer import Flow
@@ -15,7 +17,13 @@ from codethinker.rewards.switch import reward_spec
 from codethinker.rewards.whitebox import whitebox_prompt
 from codethinker.training.grpo import grpo_params, resolve_reward
 from codethinker.training.grpo_data import load_grpo_rows
-from codethinker.training.grpo_local import group_rewards, make_grpo_trainer, run_grpo_local
+from codethinker.training.grpo_local import (
+    group_rewards,
+    make_grpo_trainer,
+    run_grpo_local,
+    trainer_class,
+    weight_negative,
+)
 from codethinker.training.reward_func import RewardFunc
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
 
@@ -327,6 +335,54 @@ def test_hf_rollouts_use_the_live_policy(tiny_model, grpo_parquet, tmp_path):
     trainer.train()
     assert rollout.engine.model is trainer.accelerator.unwrap_model(trainer.model)
     assert (rollout.engine.cache, rollout.engine.batch_size) == ("static", 3)
+
+
+class TestNegativeWeight:
+    """``grpo.negative_weight``: the loss sees each negative advantage times the weight (0: PSR)."""
+
+    @settings(deadline=None)  # the first example imports torch
+    @given(
+        st.lists(st.floats(-10, 10, allow_nan=False, width=32), min_size=1, max_size=16),
+        st.floats(0, 2, allow_nan=False, width=32),
+    )
+    def test_positives_are_kept_and_negatives_scaled(self, values, weight):
+        import torch
+
+        a = torch.tensor(values)
+        got = weight_negative(a, weight)
+        assert torch.equal(got[a >= 0], a[a >= 0])
+        assert torch.allclose(got[a < 0], weight * a[a < 0])
+        assert torch.equal(weight_negative(a, 1.0), a)
+
+    def test_the_weight_is_checked(self):
+        assert _tiny_params().negative_weight == 1.0 and trainer_class(1.0).__name__ == "GRPOTrainer"
+        with pytest.raises(ValueError, match=r"grpo\.negative_weight must be >= 0, got -0\.5"):
+            _tiny_params(negative_weight=-0.5)
+        with pytest.raises(ValueError, match=r"grpo\.negative_weight is the local backend's"):
+            _tiny_params(negative_weight=0.0, backend="verl")
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("weight", [1.0, 0.0])
+    def test_the_loss_sees_the_weighted_advantages(self, tiny_model, grpo_parquet, tmp_path, weight):
+        """Through TRL: with a reward that differs inside every group, GRPO's batch holds negative
+        advantages; with weight 0 the loss gets none."""
+        import torch
+
+        rows, _ = load_grpo_rows(grpo_parquet)
+        trainer, _ = make_grpo_trainer(
+            tiny_model, rows, tmp_path / "ck", _tiny_params(negative_weight=weight), reward_funcs=[_lengthy]
+        )
+        seen, compute = [], trainer.compute_loss
+
+        def spy(model, inputs, *args, **kw):
+            seen.append(inputs["advantages"].detach().clone())
+            return compute(model, inputs, *args, **kw)
+
+        trainer.compute_loss = spy
+        trainer.train()
+        adv = torch.cat([a.flatten() for a in seen])
+        assert (adv > 0).any()
+        assert bool((adv < 0).any()) is (weight == 1.0)
 
 
 def test_the_hf_engine_settings_are_checked():
