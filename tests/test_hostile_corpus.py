@@ -151,7 +151,9 @@ def world():
 
 @pytest.fixture(scope="module")
 def sandbox(world):
-    cfg = SandboxConfig(timeout_s=1.0, grace_s=1.0, memory_mb=256, workers=1, isolation="bwrap")
+    # 3 s: the probes and the programs expected to finish do so in hundredths of a second alone, but one probe ran
+    # past 1 s on two cores that a training job shared with the test run
+    cfg = SandboxConfig(timeout_s=3.0, grace_s=1.0, memory_mb=256, workers=1, isolation="bwrap")
     with Sandbox(cfg) as sb:
         pure, impure = sb.map([PURE_PROBE, IMPURE_PROBE])
         assert pure.ok and impure.ok, (pure, impure)
