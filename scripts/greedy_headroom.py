@@ -13,11 +13,11 @@ GRPO - SFT). docs/training.md, "What a greedy gain could take", reads these for 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from codethinker.data.io import RecordError, read_jsonl
 
 
 def headroom(answers: list[dict], base: str = "after_sft", new: str = "after_grpo") -> dict[str, dict]:
@@ -56,24 +56,7 @@ def headroom(answers: list[dict], base: str = "after_sft", new: str = "after_grp
     return out
 
 
-KEYS = ("model", "pass", "set", "id", "reward")
-
-
-def read_answers(path: Path) -> list[dict]:
-    """The answers of ``path``; a row that is not JSON, or lacks one of :data:`KEYS`, is a ``ValueError`` naming
-    the file, the row (1-based) and the key."""
-    answers = []
-    with gzip.open(path, "rt") as fh:
-        for n, line in enumerate(fh, 1):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: row {n}: not JSON ({exc.msg})") from None
-            missing = [k for k in KEYS if not isinstance(row, dict) or k not in row]
-            if missing:
-                raise ValueError(f"{path}: row {n}: no {missing[0]!r}")
-            answers.append(row)
-    return answers
+KEYS = {"model": str, "pass": str, "set": str, "id": str, "reward": (int, float)}  # what headroom reads of a row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new", default="after_grpo", help="the model whose greedy change is split (if scored)")
     a = ap.parse_args(argv)
     try:
-        answers = read_answers(a.answers)
-    except ValueError as exc:
+        answers = read_jsonl(a.answers, KEYS)
+    except RecordError as exc:
         print(exc, file=sys.stderr)
         return 2
     rows = headroom(answers, a.base, a.new)

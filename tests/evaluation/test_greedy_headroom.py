@@ -99,8 +99,8 @@ class TestHeadroom:
     def test_a_bad_row_is_one_line_naming_file_row_and_key(self, tmp_path, capsys):
         good = _answer("after_sft", "greedy", 0, 1.0)
         for bad, says in (
-            ({k: v for k, v in good.items() if k != "reward"}, "row 2: no 'reward'"),
-            ("{", "row 2: not JSON"),
+            ({k: v for k, v in good.items() if k != "reward"}, "row 2, field 'reward': missing field"),
+            ("{", "row 2: not valid JSON"),
         ):
             path = tmp_path / "answers.jsonl.gz"
             with gzip.open(path, "wt") as fh:
