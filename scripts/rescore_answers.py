@@ -6,7 +6,8 @@
 Each answer of ``data/train_eval/answers.jsonl.gz`` (prompt id, model, pass, text, score parts) is scored again
 with the task's reward (``codethinker.tasks``) against the truth of its row in ``--data``; the script prints how
 many answers were compared and, per part (fmt, r_proc, r_res, reward, rcs, answer_ok), how many differ, and
-exits 1 when any does. A change to the reward code that moves no stored score leaves every count at 0.
+exits 1 when any does (2, with one line naming the file, row and field, on an answer it cannot read or whose
+id is not a held-out row). A change to the reward code that moves no stored score leaves every count at 0.
 
 With ``--reasons`` it also prints, per model, pass and held-out set, how many answers are valid and, for the
 rest, the first format rule each breaks (the score's ``reason``: ``code`` a code line written otherwise than
@@ -16,13 +17,15 @@ the source's, ``return`` the call in RETURN not the given one, ...), most freque
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 from collections import Counter
 from pathlib import Path
 
+from codethinker.data.io import RecordError, read_jsonl
+
 PARTS = ("fmt", "r_proc", "r_res", "reward", "rcs", "answer_ok")
+NUMBER = (int, float)
+KEYS = {"id": str, "text": str} | {k: NUMBER for k in PARTS}  # what a stored answer must hold
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,9 +40,15 @@ def main(argv: list[str] | None = None) -> int:
 
     task = get_task(a.task)
     spec = task.reward_spec(a.reward, {})
-    truths = {r["id"]: r["truth"] for r in task.rows(a.data, "heldout")}
-    with gzip.open(a.answers, "rt") as fh:
-        answers = [json.loads(line) for line in fh]
+    try:
+        answers = read_jsonl(a.answers, KEYS)
+        truths = {r["id"]: r["truth"] for r in task.rows(a.data, "heldout")}
+        unknown = next((row for row, x in enumerate(answers, 1) if x["id"] not in truths), None)
+        if unknown is not None:
+            raise RecordError(a.answers, unknown, "id", f"{answers[unknown - 1]['id']!r} is not a row of {a.data}")
+    except ValueError as exc:  # a RecordError, or the task's line naming the held-out file and row
+        print(exc, file=sys.stderr)
+        return 2
     judged = task.score(spec, [x["text"] for x in answers], [truths[x["id"]] for x in answers])
     differ: Counter[str] = Counter()
     for x, j in zip(answers, judged, strict=True):

@@ -140,15 +140,16 @@ def export_checkpoint(
             raise RuntimeError(f"verl.model_merger failed on {actor}:\n{(res.stdout + res.stderr)[-4000:]}")
         lora = hf / "lora_adapter"
         has_lora = lora.is_dir()
+        tok = AutoTokenizer.from_pretrained(base)
         adapter: Path | None
         if has_lora:
-            tok = AutoTokenizer.from_pretrained(base)
             adapter, merged = tmp / "adapter", tmp / "merged"
             _write_adapter(lora, base, adapter)
             save_tokenizer(tok, adapter)
             _merge_adapter(base, adapter, tok, merged)
-        else:
-            adapter, merged = None, hf  # full fine-tuning: the merger's model (with its tokenizer) is the policy
+        else:  # full fine-tuning: the merger's model is the policy; its tokenizer files are verl's save, which
+            adapter, merged = None, hf  # keeps how verl loaded it (local_files_only): written again as every stage
+            save_tokenizer(tok, merged)
         _replace(adapter, out / "adapter")
         _replace(merged, out / "merged")
     return {

@@ -85,3 +85,45 @@ class TestRescore:
         assert rescore_answers.main(["--answers", str(answers), "--data", str(data), "--reasons"]) == 0
         line = capsys.readouterr().out.splitlines()[1]
         assert line.startswith("after_sft greedy s (1): valid 0, ")
+
+
+class TestBadInput:
+    """One line naming the file, row and field, exit 2: nothing is scored from a row it cannot read."""
+
+    def _rewrite(self, path: Path, row: int, change) -> None:
+        with gzip.open(path, "rt") as fh:
+            rows = [json.loads(line) for line in fh]
+        change(rows[row - 1])
+        with gzip.open(path, "wt") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in rows)
+
+    @pytest.mark.parametrize(
+        ("change", "field"),
+        [
+            (lambda r: r.pop("text"), "text"),
+            (lambda r: r.update(reward="4"), "reward"),
+            (lambda r: r.update(id=None), "id"),
+            (lambda r: r.update(id="nowhere/0"), "id"),  # an answer to no held-out row
+        ],
+    )
+    def test_a_bad_row_is_named_with_its_field(self, tmp_path, capsys, change, field):
+        answers, data = _answers(tmp_path, _texts())
+        self._rewrite(answers, 2, change)
+        assert rescore_answers.main(["--answers", str(answers), "--data", str(data)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"{answers}, row 2, field '{field}': ")
+
+    def test_a_line_that_is_not_json(self, tmp_path, capsys):
+        answers, data = _answers(tmp_path, _texts())
+        with gzip.open(answers, "at") as fh:
+            fh.write("{not json\n")
+        assert rescore_answers.main(["--answers", str(answers), "--data", str(data)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"{answers}, row 4")
+
+    def test_a_missing_file(self, tmp_path, capsys):
+        _, data = _answers(tmp_path, _texts())
+        missing = tmp_path / "none.jsonl.gz"
+        assert rescore_answers.main(["--answers", str(missing), "--data", str(data)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(str(missing))

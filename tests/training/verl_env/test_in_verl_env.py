@@ -436,3 +436,48 @@ def test_a_verl_fsdp_checkpoint_becomes_adapter_and_merged_model(tmp_path, tiny_
     keep = os.environ.get("CODETHINKER_VERL_EXPORT_DIR")  # test_verl.py loads it again under the main environment
     if keep:
         shutil.copytree(out, keep, dirs_exist_ok=True)
+
+
+@pytest.mark.slow
+def test_a_full_fine_tuning_checkpoint_exports_the_tokenizer_as_it_is(tmp_path, tiny_policy):
+    """Full fine-tuning: the merged model is verl's merger's, its tokenizer saved without how it was loaded
+    (``local_files_only`` follows HF_HUB_OFFLINE), so an offline and an online export are the same bytes."""
+    import torch
+    import torch.distributed as dist
+    from omegaconf import OmegaConf
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from verl.utils.checkpoint.fsdp_checkpoint_manager import FSDPCheckpointManager
+
+    from codethinker.training.grpo_verl import export_verl_model
+
+    root = tmp_path / "checkpoints"
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(tiny_policy), dtype=torch.float32)
+        fully_shard(model, mesh=init_device_mesh("cpu", (1,), mesh_dim_names=("fsdp",)))
+        optim = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        contents = OmegaConf.create({"save_contents": ["model", "optimizer", "extra"], "load_contents": ["model"]})
+        tok = AutoTokenizer.from_pretrained(str(tiny_policy), local_files_only=True)  # as verl loads it offline
+        manager = FSDPCheckpointManager(model, optim, None, processing_class=tok, checkpoint_config=contents)
+        torch.manual_seed(0)
+        with torch.no_grad():
+            weight = next(p for n, p in model.named_parameters() if n.endswith("lm_head.weight") or "embed" in n)
+            weight.add_(torch.randn_like(weight) * 0.5)  # a trained weight the export must carry
+        manager.save_checkpoint(str(root / "global_step_1" / "actor"), global_step=1)
+        (root / "latest_checkpointed_iteration.txt").write_text("1")
+    finally:
+        dist.destroy_process_group()
+
+    out = tmp_path / "grpo"
+    res = export_verl_model(root, out, tiny_policy, python=sys.executable)
+    assert res["adapter"] is None and not (out / "adapter").exists()
+    config = json.loads((out / "merged" / "tokenizer_config.json").read_text())
+    assert "local_files_only" not in config
+    merged_tok = AutoTokenizer.from_pretrained(str(out / "merged"))
+    assert merged_tok.eos_token == IM_END and merged_tok.chat_template == tok.chat_template
+    base = AutoModelForCausalLM.from_pretrained(str(tiny_policy), dtype=torch.float32)
+    merged = AutoModelForCausalLM.from_pretrained(str(out / "merged"), dtype=torch.float32)
+    moved = [n for n, p in merged.state_dict().items() if not torch.equal(p, base.state_dict()[n])]
+    assert moved  # the checkpoint's weights, not the base's
