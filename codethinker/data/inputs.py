@@ -26,6 +26,7 @@ import string
 from collections import Counter
 from typing import Any
 
+from codethinker.contra.calls import entry_call
 from codethinker.contra.values import NoLiteral, literal_repr, parse_call_args
 from codethinker.data.extract import positional_args
 
@@ -264,10 +265,9 @@ def _leading_call(line: str, entry: str) -> str:
         node = ast.parse(text, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         node = None
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
-        node = node.left
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == entry:
-        return ast.get_source_segment(text, node) or text
+    call = entry_call(node, entry)
+    if call is not None:
+        return ast.get_source_segment(text, call) or text
     return line.split(" == ", 1)[0].rstrip().rstrip(";")
 
 

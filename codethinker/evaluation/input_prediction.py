@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codethinker.contra.calls import entry_call
 from codethinker.contra.render import ANSWER_CLOSE, ANSWER_OPEN, last_group
 from codethinker.evaluation.task import Item, Verdict, register
 
@@ -72,10 +73,8 @@ def predicted_args(text: str, entry: str = "f") -> str | None:
         if len(tree.body) != 1:
             continue
         node = tree.body[0]
-        expr = node.test if isinstance(node, ast.Assert) else getattr(node, "value", None)
-        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], ast.Eq):
-            expr = expr.left
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == entry:
+        expr = entry_call(node.test if isinstance(node, ast.Assert) else getattr(node, "value", None), entry)
+        if expr is not None:
             parts = [ast.get_source_segment(candidate, a) or "" for a in expr.args]
             for kw in expr.keywords:
                 value = ast.get_source_segment(candidate, kw.value) or ""
