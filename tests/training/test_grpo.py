@@ -28,7 +28,7 @@ from codethinker.training.reward_func import RewardFunc
 from codethinker.training.rollout import Rollout, RolloutParams, prompt_key
 
 from ..sampling.scripted import ScriptedEngine
-from .tinydata import truths
+from .tinydata import tiny_tokenizer, truths
 
 
 class _Tok:
@@ -363,14 +363,18 @@ class TestNegativeWeight:
 
     @pytest.mark.slow
     @pytest.mark.parametrize("weight", [1.0, 0.0])
-    def test_the_loss_sees_the_weighted_advantages(self, tiny_model, grpo_parquet, tmp_path, weight):
+    def test_the_loss_sees_the_weighted_advantages(self, grpo_parquet, tmp_path, weight):
         """Through TRL: with a reward that differs inside every group, GRPO's batch holds negative
-        advantages; with weight 0 the loss gets none."""
+        advantages; with weight 0 the loss gets none. The policy's tokenizer is trained here (no ../shared),
+        so every checkout runs this: the weighting rides on a private TRL method that an upgrade may rename."""
         import torch
 
+        from codethinker.training.bootstrap import build_tiny_model
+
+        policy = build_tiny_model(tmp_path / "policy", tiny_tokenizer(), seed=0)
         rows, _ = load_grpo_rows(grpo_parquet)
         trainer, _ = make_grpo_trainer(
-            tiny_model, rows, tmp_path / "ck", _tiny_params(negative_weight=weight), reward_funcs=[_lengthy]
+            policy, rows, tmp_path / "ck", _tiny_params(negative_weight=weight), reward_funcs=[_lengthy]
         )
         seen, compute = [], trainer.compute_loss
 

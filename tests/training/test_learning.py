@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from .tinydata import truths
+from .tinydata import tiny_tokenizer, truths
 
 STEPS = 10
 GROUP = 8  # samples per prompt, two prompts per step
@@ -135,15 +135,6 @@ def prompt_text(truth: str, by_prompt: bool) -> str:
     if not by_prompt:
         return call
     return f"{call} {'abcdefghij' * 6 if wants_letters(truth) else '[0, 1], ' * 8}"
-
-
-def tiny_tokenizer() -> Any:
-    """A 300-token byte-level BPE trained on the hand-made traces (about a second)."""
-    from codethinker.contra.render import render_trace
-    from codethinker.contra.tracer import Flow
-    from codethinker.training.tokenizer import train_bpe
-
-    return train_bpe([render_trace(Flow.from_json(t)) for t in truths()] * 20, vocab_size=300)
 
 
 def learning_run(

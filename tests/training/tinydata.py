@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 PROGRAMS = [
     (
@@ -95,3 +96,12 @@ def write_grpo_parquet(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(grpo_rows()).to_parquet(path, index=False)
     return path
+
+
+def tiny_tokenizer() -> Any:
+    """A 300-token byte-level BPE trained on the hand-made traces (about a second; no ../shared needed)."""
+    from codethinker.contra.render import render_trace
+    from codethinker.contra.tracer import Flow
+    from codethinker.training.tokenizer import train_bpe
+
+    return train_bpe([render_trace(Flow.from_json(t)) for t in truths()] * 20, vocab_size=300)
