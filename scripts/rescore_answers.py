@@ -24,8 +24,7 @@ from pathlib import Path
 from codethinker.data.io import RecordError, read_jsonl
 
 PARTS = ("fmt", "r_proc", "r_res", "reward", "rcs", "answer_ok")
-NUMBER = (int, float)
-KEYS = {"id": str, "text": str} | {k: NUMBER for k in PARTS}  # what a stored answer must hold
+KEYS = {"id": str, "text": str} | {k: (int, float) for k in PARTS}  # what a stored answer must hold
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,9 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         answers = read_jsonl(a.answers, KEYS)
         truths = {r["id"]: r["truth"] for r in task.rows(a.data, "heldout")}
-        unknown = next((row for row, x in enumerate(answers, 1) if x["id"] not in truths), None)
-        if unknown is not None:
-            raise RecordError(a.answers, unknown, "id", f"{answers[unknown - 1]['id']!r} is not a row of {a.data}")
+        for row, x in enumerate(answers, 1):
+            if x["id"] not in truths:
+                raise RecordError(a.answers, row, "id", f"{x['id']!r} is not a row of {a.data}")
     except ValueError as exc:  # a RecordError, or the task's line naming the held-out file and row
         print(exc, file=sys.stderr)
         return 2
