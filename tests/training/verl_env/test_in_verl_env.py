@@ -20,7 +20,9 @@ import os
 import shutil
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -371,42 +373,56 @@ def test_a_baseline_reward_rolls_out_its_own_prompts_all_regular(tmp_path, tiny_
         assert text == _vanilla_answer(prompts[i // 8][2])  # cut at the stop string, kept
 
 
-@pytest.mark.slow
-def test_a_verl_fsdp_checkpoint_becomes_adapter_and_merged_model(tmp_path, tiny_policy):
+def _fsdp_checkpoints(tmp_path: Path, model: Any, tok: Any, steps: int, train: Callable[[Any], None]) -> Path:
+    """verl's ``FSDPCheckpointManager`` on ``model`` sharded over one CPU rank: for each step 1..``steps``,
+    ``train(model)`` (under ``no_grad``), then ``global_step_<step>/actor`` and the tracker, as verl's trainer
+    writes them. Returns the checkpoints' folder."""
     import torch
     import torch.distributed as dist
     from omegaconf import OmegaConf
-    from peft import LoraConfig, PeftModel, get_peft_model
-    from safetensors.torch import load_file
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from verl.utils.checkpoint.fsdp_checkpoint_manager import FSDPCheckpointManager
 
-    from codethinker.training.grpo_verl import export_verl_model
-
     root = tmp_path / "checkpoints"
-    lora_b: dict[str, torch.Tensor] = {}
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(tiny_policy), dtype=torch.float32)
-        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
         fully_shard(model, mesh=init_device_mesh("cpu", (1,), mesh_dim_names=("fsdp",)))
         optim = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
         contents = OmegaConf.create({"save_contents": ["model", "optimizer", "extra"], "load_contents": ["model"]})
-        tok = AutoTokenizer.from_pretrained(str(tiny_policy))
         manager = FSDPCheckpointManager(model, optim, None, processing_class=tok, checkpoint_config=contents)
         torch.manual_seed(0)
-        for step in (1, 2):  # two "optimizer steps": different LoRA B at each checkpoint
+        for step in range(1, steps + 1):
             with torch.no_grad():
-                for name, param in model.named_parameters():
-                    if "lora_B" in name:
-                        param.normal_(std=0.5)
-                        lora_b[name] = param.full_tensor().clone()
+                train(model)
             manager.save_checkpoint(str(root / f"global_step_{step}" / "actor"), global_step=step)
-            (root / "latest_checkpointed_iteration.txt").write_text(str(step))  # as verl's trainer does
+            (root / "latest_checkpointed_iteration.txt").write_text(str(step))
     finally:
         dist.destroy_process_group()
+    return root
+
+
+@pytest.mark.slow
+def test_a_verl_fsdp_checkpoint_becomes_adapter_and_merged_model(tmp_path, tiny_policy):
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from codethinker.training.grpo_verl import export_verl_model
+
+    lora_b: dict[str, torch.Tensor] = {}
+
+    def train(model) -> None:  # an "optimizer step": different LoRA B at each checkpoint
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(std=0.5)
+                lora_b[name] = param.full_tensor().clone()
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_policy), dtype=torch.float32)
+    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
+    tok = AutoTokenizer.from_pretrained(str(tiny_policy))
+    root = _fsdp_checkpoints(tmp_path, model, tok, steps=2, train=train)
 
     out = tmp_path / "grpo"
     res = export_verl_model(root, out, tiny_policy, python=sys.executable)  # what run_grpo_verl runs after training
@@ -443,32 +459,17 @@ def test_a_full_fine_tuning_checkpoint_exports_the_tokenizer_as_it_is(tmp_path, 
     """Full fine-tuning: the merged model is verl's merger's, its tokenizer saved without how it was loaded
     (``local_files_only`` follows HF_HUB_OFFLINE), so an offline and an online export are the same bytes."""
     import torch
-    import torch.distributed as dist
-    from omegaconf import OmegaConf
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from verl.utils.checkpoint.fsdp_checkpoint_manager import FSDPCheckpointManager
 
     from codethinker.training.grpo_verl import export_verl_model
 
-    root = tmp_path / "checkpoints"
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
-    try:
-        model = AutoModelForCausalLM.from_pretrained(str(tiny_policy), dtype=torch.float32)
-        fully_shard(model, mesh=init_device_mesh("cpu", (1,), mesh_dim_names=("fsdp",)))
-        optim = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        contents = OmegaConf.create({"save_contents": ["model", "optimizer", "extra"], "load_contents": ["model"]})
-        tok = AutoTokenizer.from_pretrained(str(tiny_policy), local_files_only=True)  # as verl loads it offline
-        manager = FSDPCheckpointManager(model, optim, None, processing_class=tok, checkpoint_config=contents)
-        torch.manual_seed(0)
-        with torch.no_grad():
-            weight = next(p for n, p in model.named_parameters() if n.endswith("lm_head.weight") or "embed" in n)
-            weight.add_(torch.randn_like(weight) * 0.5)  # a trained weight the export must carry
-        manager.save_checkpoint(str(root / "global_step_1" / "actor"), global_step=1)
-        (root / "latest_checkpointed_iteration.txt").write_text("1")
-    finally:
-        dist.destroy_process_group()
+    def train(model) -> None:  # a trained weight the export must carry
+        weight = next(p for n, p in model.named_parameters() if n.endswith("lm_head.weight") or "embed" in n)
+        weight.add_(torch.randn_like(weight) * 0.5)
+
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_policy), dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(str(tiny_policy), local_files_only=True)  # as verl loads it offline
+    root = _fsdp_checkpoints(tmp_path, model, tok, steps=1, train=train)
 
     out = tmp_path / "grpo"
     res = export_verl_model(root, out, tiny_policy, python=sys.executable)
