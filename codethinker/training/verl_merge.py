@@ -147,8 +147,10 @@ def export_checkpoint(
             _write_adapter(lora, base, adapter)
             save_tokenizer(tok, adapter)
             _merge_adapter(base, adapter, tok, merged)
-        else:  # full fine-tuning: the merger's model is the policy; its tokenizer files are verl's save, which
-            adapter, merged = None, hf  # keeps how verl loaded it (local_files_only): written again as every stage
+        else:
+            # Full fine-tuning: the merger's model is the policy. Its tokenizer files are verl's save, which
+            # keeps how verl loaded it (local_files_only), so they are written again as every stage writes them.
+            adapter, merged = None, hf
             save_tokenizer(tok, merged)
         _replace(adapter, out / "adapter")
         _replace(merged, out / "merged")
