@@ -99,26 +99,27 @@ def clean_rows(repeat: int) -> None:
 
 
 def cruxeval_frames(path: Path) -> list[dict]:
-    """Trace every CRUXEval program in process (as the worker would) and wrap the result."""
-    from codethinker.contra.tracer import _prepare, trace_runner
+    """Trace every CRUXEval program in the sandbox (the trace runner's jobs, as ``trace_iter`` makes
+    them) and wrap each result's value in a result frame."""
+    from codethinker.contra.tracer import ARGS_FN, _prepare
+    from codethinker.sandbox import Job, Sandbox
 
-    frames = []
-    sink = io.StringIO()
+    jobs = []
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         try:
             prog, specs, args, kwargs, expr, _ = _prepare(row["code"], row["input"], "f")
-            g: dict = {}
-            options: dict = {"starts": [s.start for s in specs]}
-            if expr:
-                options["args_fn"] = "codethinker_input_"
-            with contextlib.redirect_stdout(sink):
-                exec(expr or prog.text, g)
-                value = trace_runner(g["f"], args, kwargs, options)
         except Exception:
             continue
-        frames.append({"status": "ok", "value": value, "stdout": "", "stderr": "", "duration_s": 0.001})
-    return frames
+        options: dict = {"starts": [s.start for s in specs], **({"args_fn": ARGS_FN} if expr else {})}
+        jobs.append(Job(expr or prog.text, args, kwargs, "f", runner="trace", options=options, entry_def=True))
+    with Sandbox() as sb:
+        results = list(sb.imap(iter(jobs)))
+    return [
+        {"status": "ok", "value": r.value, "stdout": "", "stderr": "", "duration_s": 0.001}
+        for r in results
+        if r.status == "ok"
+    ]
 
 
 def cruxeval_row(path: Path, repeat: int) -> None:
@@ -158,6 +159,21 @@ def _items_of(kb: int, per: int) -> int:
     return max(2, kb * 1024 // per)
 
 
+def _colliding_frozensets(kb: int, k: int, bucket: int) -> bytes:
+    """A set of groups of ``k`` frozensets of one hash, each of ``2 * bucket`` big ints, ``bucket`` to a
+    hash (the decoder accepts about ``(k - 1) * (1 + bucket) <= 32``): the most comparisons per value.
+    ``bucket`` is odd: frozensets whose values' hashes pair up all share one hash (CPython xors them)."""
+    per = 2 * bucket * 24 * k  # bytes of one group
+    groups = []
+    for g in range(max(1, kb * 1024 // per)):
+        sets = [
+            [_big(j * P + 2 * g + h) for h in range(2) for j in range(bucket * i + 1, bucket * i + bucket + 1)]
+            for i in range(k)
+        ]
+        groups.extend(b'{"f":%s}' % _array(s) for s in sets)
+    return b'{"s":%s}' % _array(groups)
+
+
 HOSTILE: dict[str, Callable[[int], bytes]] = {
     "clean trace frame (scaled)": lambda kb: wire.encode(trace_frame(max(1, kb * 1024 // 120))),
     "list of empty lists": lambda kb: _fill(b"[]", kb),
@@ -183,6 +199,11 @@ HOSTILE: dict[str, Callable[[int], bytes]] = {
         b'{"s":%s}' % _array([_big(k * P) for k in range(_items_of(kb, 22))])
     ),
     "sets of 2 frozensets of one hash": lambda kb: _fill(wire.encode({frozenset({0, P}), frozenset({0, 2 * P})}), kb),
+    "set: 3 frozensets a hash, at the limit": lambda kb: _colliding_frozensets(kb, 3, 15),
+    "set: 32 frozensets a hash, 31 ints a hash": lambda kb: _colliding_frozensets(kb, 32, 31),
+    "sets of 2 frozensets of frozensets": lambda kb: _fill(
+        wire.encode({frozenset({frozenset({0, P})}), frozenset({frozenset({0, 2 * P})})}), kb
+    ),
     "nesting (issue c)": lambda kb: b"[" * (kb * 1024),
     "garbage after a deep prefix": lambda kb: b'{"t":' * (kb * 1024 // 5),
 }
@@ -227,7 +248,7 @@ def issue_rows(repeat: int, unpickle_max: int) -> None:
             forged = _pickled_int_set([k * P for k in range(n)])
             t0 = time.perf_counter()
             assert len(_plain_unpickle(forged)) == n
-            line += f"; sandbox._loads_plain of it pickled ({len(forged) // 1024} KB): {time.perf_counter() - t0:.2f} s"
+            line += f"; the plain unpickler on it pickled ({len(forged) // 1024} KB): {time.perf_counter() - t0:.2f} s"
         print(line)
     for depth in (10**4, 10**6):
         data = b"[" * depth + b"]" * depth
@@ -252,11 +273,14 @@ def _pickled_int_set(ints: list[int]) -> bytes:
     return bytes(out + b"\x90.")  # ADDITEMS, STOP
 
 
-def _plain_unpickle(data: bytes) -> Any:
-    """What the parent ran before the wire format: the restricted unpickler of sandbox.py."""
-    from codethinker.sandbox.jobs import loads_plain
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"{module}.{name}: plain data only")
 
-    return loads_plain(data)
+
+def _plain_unpickle(data: bytes) -> Any:
+    """What the parent ran before the wire format: an unpickler of plain data (no class loads)."""
+    return _PlainUnpickler(io.BytesIO(data)).load()
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import math
 import pickle
 import re
 import sys
+import time
 import tracemalloc
 
 import pytest
@@ -34,8 +35,41 @@ def _key(x):
     return (t.__name__, x)
 
 
+def _holds(x, inside: bool = False) -> bool:
+    """Whether ``x`` holds, through tuples, a frozenset holding a frozenset (``inside``: a frozenset)."""
+    if type(x) is tuple:
+        return any(_holds(y, inside) for y in x)
+    if type(x) is frozenset:
+        return inside or any(_holds(y, True) for y in x)
+    return False
+
+
+def _nested_frozensets_collide(x) -> bool:
+    """Whether a set, frozenset or dict in ``x`` holds elements of one hash, one of them holding a
+    frozenset of frozensets."""
+    if type(x) in (list, tuple):
+        return any(_nested_frozensets_collide(y) for y in x)
+    if type(x) is dict:
+        return _nested_frozensets_collide(set(x)) or _nested_frozensets_collide(list(x.values()))
+    if type(x) in (set, frozenset):
+        hashes = collections.Counter(map(hash, x))
+        return any(hashes[hash(y)] > 1 and _holds(y) for y in x) or any(_nested_frozensets_collide(y) for y in x)
+    return False
+
+
 def _roundtrip(value):
     return decode(encode(value))
+
+
+def _comes_back_unless_nested_frozensets_collide(value) -> None:
+    """A value comes back equal, with its types; or, where a set, frozenset or dict holds two elements
+    of one hash and one of them holds a frozenset of frozensets, it is refused (comparing them
+    multiplies with each level of nesting)."""
+    if _nested_frozensets_collide(value):
+        with pytest.raises(WireError, match="frozenset of frozensets shares its hash"):
+            _roundtrip(value)
+    else:
+        assert _key(_roundtrip(value)) == _key(value)
 
 
 def _array(items: list[bytes]) -> bytes:
@@ -60,10 +94,33 @@ scalars = st.one_of(
     st.sampled_from(_SPECIAL_STRINGS),
     st.binary(max_size=12),
 )
+_COLLIDING = [0, False, 0.0, "", b"", -1, -2, P, 2 * P, -P]  # hash 0 or -2: equal hashes, not all equal values
 hashables = st.recursive(
-    scalars,
+    scalars | st.sampled_from(_COLLIDING),
     lambda kids: st.lists(kids, max_size=3).map(tuple) | st.frozensets(kids, max_size=3),
     max_leaves=8,
+)
+_HOLE = object()
+_templates = st.recursive(  # a value with holes, filled twice below
+    st.sampled_from([_HOLE, None, 1, "x"]),
+    lambda kids: st.lists(kids, min_size=1, max_size=2).map(tuple) | st.frozensets(kids, min_size=1, max_size=2),
+    max_leaves=5,
+).filter(lambda t: _fill(t, 0) != _fill(t, ""))
+
+
+def _fill(t, v):
+    if t is _HOLE:
+        return v
+    if type(t) in (tuple, frozenset):
+        return type(t)(_fill(x, v) for x in t)
+    return t
+
+
+# two values of one template, its holes filled with two unequal values of one hash: their hashes are equal
+twins = st.builds(
+    lambda t, pair: [_fill(t, pair[0]), _fill(t, pair[1])],
+    _templates,
+    st.sampled_from([(0, ""), ("", b""), (-1, -2), (0, P), (P, -P)]),
 )
 values = st.recursive(
     scalars,
@@ -83,7 +140,12 @@ class TestRoundTrip:
     @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(values)
     def test_any_plain_value_comes_back_equal_with_its_types(self, value):
-        assert _key(_roundtrip(value)) == _key(value)
+        _comes_back_unless_nested_frozensets_collide(value)
+
+    @settings(max_examples=300, deadline=None)
+    @given(twins, st.sampled_from([set, frozenset, dict.fromkeys]))
+    def test_elements_of_one_hash_come_back_unless_they_nest_frozensets(self, pair, make):
+        _comes_back_unless_nested_frozensets_collide(make(pair))
 
     @settings(max_examples=100, deadline=None)
     @given(values)
@@ -371,16 +433,43 @@ class TestHashFlooding:
         with pytest.raises(WireError, match="share one hash"):
             decode(data)
 
-    def test_two_nested_frozensets_of_equal_hash_are_refused(self):
-        """Equality of nested frozensets whose elements share hashes is superlinear, so even two of
-        them may not collide (no element count limit catches this)."""
-        a, b = frozenset({0, P}), frozenset({0, 2 * P})
-        assert hash(a) == hash(b) and a != b
-        with pytest.raises(WireError, match="frozenset shares its hash"):
-            decode(encode([{a, b}]))
-        with pytest.raises(WireError, match="frozenset shares its hash"):
-            decode(encode({(1, a): 1, (1, b): 2}))
+    def test_frozensets_of_one_hash_come_back(self):
+        """Values whose hashes coincide make frozensets that share one (hash(False) == hash("") == 0,
+        hash(-1) == hash(-2)): plain values, decoded as sent (they were refused before)."""
+        pair = {frozenset({False, None}), frozenset({"", None})}  # found by the round-trip property
+        assert len({hash(f) for f in pair}) == 1
+        assert _key(_roundtrip(pair)) == _key(pair)
+        big = {frozenset({-1, *range(100)}), frozenset({-2, *range(100)}), frozenset({b"", -1, *range(1, 100)})}
+        assert len({hash(f) for f in big}) == 1
+        assert _key(_roundtrip(big)) == _key(big)
+        keys = {(1, frozenset({0, P})): 1, (1, frozenset({0, 2 * P})): 2}
+        assert _roundtrip(keys) == keys
         assert _roundtrip({0, P}) == {0, P}  # colliding ints alone are fine
+
+    def test_two_frozensets_of_frozensets_of_equal_hash_are_refused(self):
+        """Comparing frozensets of frozensets whose elements share hashes multiplies with each level of
+        nesting, so even two of them may not collide (no element count limit catches this)."""
+        a, b = frozenset({frozenset({0, P})}), frozenset({frozenset({0, 2 * P})})
+        assert hash(a) == hash(b) and a != b
+        with pytest.raises(WireError, match="frozenset of frozensets shares its hash"):
+            decode(encode([{a, b}]))
+        with pytest.raises(WireError, match="frozenset of frozensets shares its hash"):
+            decode(encode({(1, (a,)): 1, (1, (b,)): 2}))
+        assert _roundtrip({a, frozenset({frozenset({1})})}) == {a, frozenset({frozenset({1})})}  # no collision
+
+    def test_frozensets_of_one_hash_whose_values_collide_are_refused(self):
+        """32 frozensets of one hash, each of 64 ints 32 to a hash: building their set would compare
+        each value with 32 others in each of 31 frozensets; refused before any is compared."""
+        sets = [frozenset(k * P + g for g in range(2) for k in range(32 * j + 1, 32 * j + 33)) for j in range(32)]
+        assert len({hash(f) for f in sets}) == 1 and len(set(sets)) == 32
+        frame = encode(set(sets))
+        t0 = time.perf_counter()
+        with pytest.raises(WireError, match="holding frozensets share hashes"):
+            decode(frame)
+        assert time.perf_counter() - t0 < 1.0
+        two = {sets[0], sets[1]}  # two of them: 2 x 2,113 comparisons for 130 values, still over 32 each
+        with pytest.raises(WireError, match="holding frozensets share hashes"):
+            decode(encode(two))
 
     def test_up_to_the_limit_of_equal_hashes_is_accepted(self):
         ok = {k * P for k in range(MAX_EQUAL_HASHES)}

@@ -44,8 +44,8 @@ constant              value        meaning
 ``MAX_ITEMS``         2,097,152    values in a frame (scalars and containers), counted
                                    from its commas and brackets before it is parsed
 ``MAX_EQUAL_HASHES``  32           elements of one set, frozenset or dict (keys) that may
-                                   share one hash; colliding elements may not hold a
-                                   frozenset
+                                   share one hash; and the comparisons per value that
+                                   colliding elements holding frozensets may cost
 ====================  ===========  =====================================================
 
 :func:`decode` is linear in ``len(data)``. Before parsing, C-level byte operations check
@@ -55,9 +55,13 @@ tagged object is built by a hook as soon as its contents are (children first, no
 recursion of our own). Before a set, frozenset or dict is built the hashes of its
 elements are compared: int, float, complex and tuple hashes are easy to make collide (str
 hashes too where ``PYTHONHASHSEED`` is fixed), and ``n`` equal hashes cost ``n**2 / 2``
-equality checks, so at most ``MAX_EQUAL_HASHES`` may be equal; and an element holding a
-frozenset may not share its hash with another (equality of nested frozensets of equal
-hashes is superlinear). Every violation raises :class:`WireError` (a ``ValueError``).
+equality checks, so at most ``MAX_EQUAL_HASHES`` may be equal. Frozensets whose values'
+hashes coincide share a hash (``frozenset({0, None})`` and ``frozenset({"", None})``);
+comparing two looks each value of one up among the other's values of its hash, so
+elements holding frozensets may share a hash while that costs at most
+``MAX_EQUAL_HASHES`` comparisons per value they hold, and none of them holds a frozenset
+of frozensets (whose comparisons multiply with each level of nesting). Every violation
+raises :class:`WireError` (a ``ValueError``).
 
 The format checks the *encoding*, not the *shape*: ``{"status": "ok", "value": 1}`` decodes
 fine, and whether it is a valid result frame is the caller's question. Decoded values may

@@ -76,8 +76,48 @@ def _holds_frozenset(x: Any) -> bool:
     return False
 
 
+def _frozenset_counts(x: Any, what: str) -> tuple[int, int, int]:
+    """Of an element holding frozensets (through tuples): its values, those inside its frozensets, and
+    the most values of one of its frozensets that share a hash; refused where a frozenset holds one."""
+    values = inside = bucket = 0
+    stack = [(x, False)]
+    while stack:
+        y, held = stack.pop()
+        values, inside = values + 1, inside + held
+        t = type(y)
+        if t is tuple:
+            stack.extend((z, held) for z in y)
+        elif t is frozenset:
+            if held:
+                raise WireError(f"a {what} holding a frozenset of frozensets shares its hash with another")
+            bucket = max(bucket, *collections.Counter(map(hash, y)).values(), 1)
+            stack.extend((z, True) for z in y)
+    return values, inside, bucket
+
+
+def _check_frozenset_work(groups: list[tuple[int, list]], what: str) -> None:
+    """Refuse elements holding frozensets whose hashes coincide when comparing them would cost more than
+    ``MAX_EQUAL_HASHES`` per value they hold (what scalars of one hash may cost).
+
+    Comparing two frozensets of one hash looks each value of one up in the other: a hash, then one
+    comparison with each of the other's values of that hash (at most ``bucket`` of them). So an
+    element among ``k`` of one hash costs at most ``k - 1`` times ``values + bucket * inside``; a
+    frozenset of frozensets would multiply that with each level, and is refused.
+    """
+    work = held = 0
+    for k, group in groups:
+        counts = [_frozenset_counts(e, what) for e in group]
+        bucket = max(c[2] for c in counts)
+        work += (k - 1) * sum(values + bucket * inside for values, inside, _ in counts)
+        held += sum(c[0] for c in counts)
+    if work > MAX_EQUAL_HASHES * held:
+        raise WireError(f"{what}s holding frozensets share hashes: {work} comparisons for {held} values")
+
+
 def _check_hashes(elems: list, what: str) -> None:
-    """Refuse elements that would make building a set or dict superlinear (or fail)."""
+    """Refuse elements that would make building a set or dict superlinear (or fail): more than
+    ``MAX_EQUAL_HASHES`` of one hash, or elements holding frozensets whose comparisons would cost
+    more (:func:`_check_frozenset_work`)."""
     if len(elems) <= MAX_EQUAL_HASHES and _FLAT.issuperset(map(type, elems)):
         return  # at most MAX_EQUAL_HASHES**2 / 2 comparisons of scalars
     try:
@@ -90,10 +130,12 @@ def _check_hashes(elems: list, what: str) -> None:
     worst = max(counts.values())
     if worst > MAX_EQUAL_HASHES:
         raise WireError(f"{worst} {what}s share one hash (at most {MAX_EQUAL_HASHES})")
-    shared = {h for h, n in counts.items() if n > 1}
+    groups = collections.defaultdict(list)  # elements holding a frozenset, by the hash they share
     for h, e in zip(hashes, elems, strict=True):
-        if h in shared and _holds_frozenset(e):
-            raise WireError(f"a {what} holding a frozenset shares its hash with another")
+        if counts[h] > 1 and _holds_frozenset(e):
+            groups[h].append(e)
+    if groups:
+        _check_frozenset_work([(counts[h], group) for h, group in groups.items()], what)
 
 
 def _items(v: Any, what: str) -> list:
